@@ -1,0 +1,128 @@
+"""MNIST and Fashion-MNIST from the standard IDX files (gzipped or not), without torchvision.
+
+Where we look, in order: --data-dir, $FEDBENCH_DATA, the Debian package's folder (FMNIST),
+../shared/data and ./data in torchvision's layout; then torchvision's download if it imports.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import numpy as np
+
+from fedbench.errors import FedbenchError
+
+FILES = {
+    "train_x": "train-images-idx3-ubyte",
+    "train_y": "train-labels-idx1-ubyte",
+    "test_x": "t10k-images-idx3-ubyte",
+    "test_y": "t10k-labels-idx1-ubyte",
+}
+# torchvision folder names and the Debian package's folder
+FOLDERS = {"mnist": "MNIST", "fmnist": "FashionMNIST"}
+SYSTEM_DIRS = {"fmnist": ["/usr/share/datasets/fashion-mnist"], "mnist": []}
+HOW_TO_GET = {
+    "mnist": "pip install 'fedbench[vision]' and run online, or put the 4 IDX files in --data-dir",
+    "fmnist": "apt-get install dataset-fashion-mnist, or put the 4 IDX files in --data-dir",
+}
+# per-pixel mean and std of the training images, scaled to [0, 1]
+NORMALIZE = {"mnist": (0.1307, 0.3081), "fmnist": (0.2860, 0.3530)}
+
+
+def candidate_dirs(name: str, data_dir: str | None) -> list[Path]:
+    roots = []
+    if data_dir:
+        roots.append(Path(data_dir))
+    if os.environ.get("FEDBENCH_DATA"):
+        roots.append(Path(os.environ["FEDBENCH_DATA"]))
+    dirs: list[Path] = []
+    for root in roots:
+        dirs += [root, root / FOLDERS[name] / "raw", root / name]
+    dirs += [Path(d) for d in SYSTEM_DIRS[name]]
+    for root in (Path.cwd() / ".." / "shared" / "data", Path.cwd() / "data", _cache_root()):
+        dirs.append(root / FOLDERS[name] / "raw")
+    return dirs
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fedbench"
+
+
+def _find(folder: Path, stem: str) -> Path | None:
+    for fname in (stem, stem + ".gz"):
+        if (folder / fname).is_file():
+            return folder / fname
+    return None
+
+
+def locate(name: str, data_dir: str | None) -> Path:
+    dirs = candidate_dirs(name, data_dir)
+    for d in dirs:
+        if all(_find(d, stem) for stem in FILES.values()):
+            return d
+    if _download(name):
+        return locate_no_download(name, dirs)
+    looked = ", ".join(str(d) for d in dirs)
+    raise FedbenchError(f"{name} not found (looked in {looked}); {HOW_TO_GET[name]}")
+
+
+def locate_no_download(name: str, dirs: list[Path]) -> Path:
+    for d in dirs:
+        if all(_find(d, stem) for stem in FILES.values()):
+            return d
+    raise FedbenchError(f"{name} download finished but files are missing; {HOW_TO_GET[name]}")
+
+
+def _download(name: str) -> bool:
+    """torchvision's downloader, when it imports (it raises RuntimeError with a CPU-only torch)."""
+    if os.environ.get("FEDBENCH_NO_DOWNLOAD"):
+        return False
+    try:
+        import torchvision.datasets as tvd
+    except (ImportError, RuntimeError):
+        return False
+    cls = {"mnist": tvd.MNIST, "fmnist": tvd.FashionMNIST}[name]
+    try:
+        for train in (True, False):
+            cls(root=str(_cache_root()), train=train, download=True)
+    except Exception:  # offline, blocked, disk full: fall through to the one-line error
+        return False
+    return True
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """Parse one IDX file; a wrong or truncated file raises a one-line FedbenchError."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        raise FedbenchError(f"{path}: cannot read IDX file ({e}); re-download it") from None
+    if len(raw) < 8 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise FedbenchError(f"{path}: not an IDX file of unsigned bytes (bad magic number)")
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
+    offset = 4 + 4 * ndim
+    expected = int(np.prod(dims))
+    if len(raw) - offset != expected:
+        raise FedbenchError(
+            f"{path}: truncated or malformed IDX file (header says {dims}, "
+            f"{expected} bytes expected, {len(raw) - offset} found); re-download it"
+        )
+    return np.frombuffer(raw, dtype=np.uint8, offset=offset).reshape(dims)
+
+
+def load_idx_dataset(name: str, data_dir: str | None):
+    """(train_x uint8 [n,28,28], train_y, test_x, test_y) as numpy arrays."""
+    folder = locate(name, data_dir)
+    arrays = {k: read_idx(_find(folder, stem)) for k, stem in FILES.items()}
+    for split in ("train", "test"):
+        x, y = arrays[f"{split}_x"], arrays[f"{split}_y"]
+        if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
+            raise FedbenchError(
+                f"{folder}: {split} images {x.shape} and labels {y.shape} do not match; "
+                "expected [n,28,28] images and n labels"
+            )
+    return arrays["train_x"], arrays["train_y"], arrays["test_x"], arrays["test_y"]

@@ -1,0 +1,310 @@
+"""The shared training engine: one round loop for every method.
+
+The K sampled devices train together: their models are rows of one [K, D] tensor, every local
+step is one batched forward/backward over all still-active devices, and the data stays on the
+torch device. Devices are ordered by how many steps they run (most first), so at step s the active
+devices are the first k_s rows: partial work is a shorter prefix, never a special case, and
+finished devices cost nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from fedbench.config import RunConfig
+from fedbench.data import FederatedData, load_federated
+from fedbench.devices import generator, resolve_device, synchronize
+from fedbench.hetero import sample_work
+from fedbench.methods import LocalResult, RoundContext, Setup, build_method
+from fedbench.models import build_model
+
+
+@dataclass
+class RoundPlan:
+    """Who trains this round, how long, and on which mini-batches. Rows in engine order."""
+
+    clients: torch.Tensor  # [K] device ids
+    units: torch.Tensor  # [K] epochs/steps to run (E_i)
+    tau: torch.Tensor  # [K]
+    slow: torch.Tensor  # [K] bool
+    steps: torch.Tensor  # [K] local SGD steps
+    batches_per_epoch: torch.Tensor  # [K]
+    batch_idx: torch.Tensor  # [K, S, B] sample indices (on device)
+    batch_weight: torch.Tensor  # [K, S, B] 1/batch size for real samples, 0 for padding
+    n_dropped: int
+    dropped: list[int]
+
+    @property
+    def k(self) -> int:
+        return int(self.clients.shape[0])
+
+    def rows(self, sel: slice) -> RoundPlan:
+        """The plan restricted to some rows (SFL trains one device at a time)."""
+        return RoundPlan(
+            self.clients[sel],
+            self.units[sel],
+            self.tau[sel],
+            self.slow[sel],
+            self.steps[sel],
+            self.batches_per_epoch[sel],
+            self.batch_idx[sel],
+            self.batch_weight[sel],
+            self.n_dropped,
+            self.dropped,
+        )
+
+
+class Engine:
+    def __init__(self, cfg: RunConfig, data: FederatedData | None = None):
+        self.cfg = cfg
+        self.device = resolve_device(cfg.device)
+        self.dtype = getattr(torch, cfg.dtype)
+        self.data = data if data is not None else load_federated(cfg, self.device)
+        self.model = build_model(cfg, self.data.input_shape, self.data.num_classes)
+        self.method = build_method(cfg.method, cfg.method_params)
+        self.sizes = self.data.sizes  # CPU [N]
+        self.w = self.model.init(generator(cfg.seed, "init"), self.dtype).to(self.device)
+        self.method.setup(
+            Setup(
+                num_clients=self.data.num_clients,
+                dim=self.model.dim,
+                device=self.device,
+                dtype=self.dtype,
+                cfg=cfg,
+                client_sizes=self.sizes.to(self.device, self.dtype),
+            )
+        )
+
+    # ------------------------------------------------------------------ planning
+    def plan_round(self, r: int) -> RoundPlan:
+        cfg = self.cfg
+        n, k = self.data.num_clients, cfg.clients_per_round
+        clients = torch.randperm(n, generator=generator(cfg.seed, "select", r))[:k]
+        work = sample_work(cfg, k, generator(cfg.seed, "hetero", r))
+        keep = torch.ones(k, dtype=torch.bool)
+        policy = cfg.straggler_policy
+        if policy == "drop" or (policy == "drop-fedavg" and self.method.drops_stragglers):
+            keep = ~work.slow
+        dropped = clients[~keep].tolist()
+        clients, units, slow, tau = clients[keep], work.units[keep], work.slow[keep], work.tau[keep]
+        sizes = self.sizes[clients]
+        nb = (sizes + cfg.batch_size - 1) // cfg.batch_size
+        steps = units if cfg.local_steps is not None else units * nb
+        order = torch.argsort(steps, descending=True, stable=True)
+        clients, units, slow, tau, nb, steps = (
+            t[order] for t in (clients, units, slow, tau, nb, steps)
+        )
+        idx, wt = self._batches(r, clients, nb, steps)
+        return RoundPlan(
+            clients,
+            units,
+            tau,
+            slow,
+            steps,
+            nb,
+            idx.to(self.device),
+            wt.to(self.device, self.dtype),
+            len(dropped),
+            dropped,
+        )
+
+    def _batches(self, r: int, clients, nb, steps):
+        """Mini-batch indices [K, S, B]: each device walks through fresh permutations of its
+        data, epoch after epoch; the last batch of an epoch may be short (padded, weight 0).
+
+        A device's permutations come from its own stream (seed, round, device), drawn for the
+        full E epochs, so its batches do not depend on who else trains this round or on how
+        much of its work it finishes: partial work is a prefix of full work.
+        """
+        cfg = self.cfg
+        bsz = cfg.batch_size
+        s_max = int(steps.max()) if len(steps) else 0
+        k = len(clients)
+        idx = torch.zeros(k, s_max, bsz, dtype=torch.long)
+        wt = torch.zeros(k, s_max, bsz, dtype=torch.float64)
+        for row, c in enumerate(clients.tolist()):
+            members = self.data.client_indices[c]
+            n_i, nb_i, s_i = len(members), int(nb[row]), int(steps[row])
+            n_full = cfg.local_steps if cfg.local_steps is not None else cfg.local_epochs * nb_i
+            epochs = math.ceil(max(n_full, s_i) / nb_i)
+            gen = generator(cfg.seed, "batches", r, c)
+            perms = torch.argsort(torch.rand(epochs, n_i, generator=gen), dim=1)
+            s = torch.arange(s_i)
+            pos = (s % nb_i).unsqueeze(1) * bsz + torch.arange(bsz)  # [s_i, B]
+            valid = pos < n_i
+            local = perms[(s // nb_i).unsqueeze(1), pos.clamp(max=n_i - 1)]
+            idx[row, :s_i] = members[local]
+            wt[row, :s_i] = valid.double() / valid.sum(1, keepdim=True)
+        return idx, wt
+
+    # ------------------------------------------------------------------ local training
+    def context(self, r: int, plan: RoundPlan, lr: float) -> RoundContext:
+        dev = self.device
+        n_samples = self.sizes[plan.clients].to(dev, self.dtype)
+        if self.cfg.aggregation == "samples":
+            weights = n_samples / n_samples.sum()
+        else:
+            weights = torch.full_like(n_samples, 1.0 / max(plan.k, 1))
+        return RoundContext(
+            round=r,
+            lr=lr,
+            global_w=self.w,
+            clients=plan.clients.to(dev),
+            n_samples=n_samples,
+            steps=plan.steps.to(dev),
+            units=plan.units.to(dev),
+            tau=plan.tau.to(dev),
+            weights=weights,
+            cfg=self.cfg,
+            engine=self,
+        )
+
+    def train_local(
+        self, ctx: RoundContext, plan: RoundPlan, start: torch.Tensor, local: dict
+    ) -> LocalResult:
+        """Run every device of `plan` from `start` ([D] or [K, D]) as one batched computation."""
+        cfg, model, method = self.cfg, self.model, self.method
+        k = plan.k
+        w = start.expand(k, -1).clone() if start.dim() == 1 else start.clone()
+        if cfg.momentum:
+            local["_momentum"] = torch.zeros_like(w)
+        s_max = plan.batch_idx.shape[1]
+        active = (plan.steps.unsqueeze(1) > torch.arange(s_max)).sum(0).tolist()
+        step_loss = torch.zeros(k, s_max, dtype=self.dtype, device=self.device)
+        grad_evals = torch.zeros(k, dtype=torch.long, device=self.device)
+        x_all, y_all = self.data.train_x, self.data.train_y
+        lr, mom = ctx.lr, cfg.momentum
+        for s in range(s_max):
+            ka = active[s]
+            wk = w[:ka]
+            lk = {name: t[:ka] for name, t in local.items()}
+            rows = plan.batch_idx[:ka, s]
+            xb, yb, bw = x_all[rows], y_all[rows], plan.batch_weight[:ka, s]
+            first = []
+
+            def grad_fn(v, xb=xb, yb=yb, bw=bw, first=first, ka=ka):
+                losses, g = model.loss_and_grad(v, xb, yb, bw)
+                if cfg.grad_clip is not None:
+                    norm = g.norm(dim=1, keepdim=True)
+                    g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp(max=1.0))
+                if cfg.weight_decay:
+                    g.add_(v, alpha=cfg.weight_decay)
+                grad_evals[:ka] += 1
+                if not first:
+                    first.append(losses)
+                return losses, g
+
+            with torch.no_grad():
+                d = method.local_step(ctx, wk, grad_fn, lk)
+                if mom:
+                    d = lk["_momentum"].mul_(mom).add_(d)
+                wk.sub_(d, alpha=lr)
+            step_loss[:ka, s] = first[0]
+        mean_loss, last_loss = self._loss_summaries(plan, step_loss)
+        return LocalResult(
+            w=w,
+            global_w=self.w,
+            local=local,
+            mean_loss=mean_loss,
+            last_epoch_loss=last_loss,
+            grad_evals=grad_evals,
+        )
+
+    def _loss_summaries(self, plan: RoundPlan, step_loss: torch.Tensor):
+        """Sample-weighted mean loss over all local steps and over the last local epoch."""
+        cnt = (plan.batch_weight > 0).sum(2).to(step_loss.dtype)  # [K, S] samples per batch
+        s = torch.arange(step_loss.shape[1], device=step_loss.device)
+        steps = plan.steps.to(step_loss.device).unsqueeze(1)
+        nb = plan.batches_per_epoch.to(step_loss.device).unsqueeze(1)
+        last = (s >= steps - nb) & (s < steps)
+        tot = (step_loss * cnt).sum(1) / cnt.sum(1).clamp(min=1)
+        cl = cnt * last
+        last_loss = (step_loss * cl).sum(1) / cl.sum(1).clamp(min=1)
+        return tot, last_loss
+
+    # ------------------------------------------------------------------ one round
+    def lr_at(self, r: int) -> float:
+        return self.cfg.lr * self.cfg.lr_decay ** (r - 1)
+
+    def run_round(self, r: int) -> dict:
+        """Train round r (1-based) and return its record (without evaluation)."""
+        t0 = time.perf_counter()
+        plan = self.plan_round(r)
+        ctx = self.context(r, plan, self.lr_at(r))
+        if plan.k == 0:  # everyone dropped: the global model stays
+            res, extra = None, {}
+        else:
+            local = self.method.client_start(ctx)
+            if self.method.sequential:
+                res = self._train_sequential(ctx, plan, local)
+            else:
+                res = self.train_local(ctx, plan, self.w, local)
+            new_w, extra = self.method.aggregate(ctx, res)
+            self.w = new_w.detach()
+        synchronize(self.device)
+        seconds = time.perf_counter() - t0
+        p = ctx.weights
+        record = {
+            "round": r,
+            "lr": ctx.lr,
+            "local_loss": float((p * res.mean_loss).sum()) if res is not None else math.nan,
+            "round_seconds": seconds,
+            "n_full": int((plan.tau == 1).sum()),
+            "n_partial": int((plan.tau > 1).sum()),
+            "n_dropped": plan.n_dropped,
+            "clients": plan.clients.tolist(),
+            "units": plan.units.tolist(),
+            "dropped": plan.dropped,
+            "grad_evals": int(res.grad_evals.sum()) if res is not None else 0,
+        }
+        record.update(extra)
+        return record
+
+    def _train_sequential(self, ctx: RoundContext, plan: RoundPlan, local: dict) -> LocalResult:
+        """SFL: devices in a random order, each starting from the previous device's model."""
+        order = torch.randperm(plan.k, generator=generator(self.cfg.seed, "order", ctx.round))
+        w = self.w
+        outs: list[LocalResult | None] = [None] * plan.k
+        for i in order.tolist():
+            sub = {n: t[i : i + 1] for n, t in local.items()}
+            out = self.train_local(ctx, plan.rows(slice(i, i + 1)), w, sub)
+            w = out.w[0]
+            outs[i] = out
+        res = LocalResult(
+            w=torch.cat([o.w for o in outs]),
+            global_w=self.w,
+            local={n: torch.cat([o.local[n] for o in outs]) for n in outs[0].local},
+            mean_loss=torch.cat([o.mean_loss for o in outs]),
+            last_epoch_loss=torch.cat([o.last_epoch_loss for o in outs]),
+            grad_evals=torch.cat([o.grad_evals for o in outs]),
+        )
+        res.local["order"] = order.to(self.device)
+        return res
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self, x: torch.Tensor, y: torch.Tensor, chunk: int = 10000) -> tuple[float, float]:
+        """(mean cross-entropy, accuracy) of the global model, in batched chunks."""
+        loss_sum, correct = 0.0, 0
+        w = self.w.unsqueeze(0)
+        for i in range(0, len(y), chunk):
+            xb, yb = x[i : i + chunk].unsqueeze(0), y[i : i + chunk]
+            logits = self.model.predict(w, xb)[0]
+            loss_sum += float(torch.nn.functional.cross_entropy(logits, yb, reduction="sum"))
+            correct += int((logits.argmax(1) == yb).sum())
+        return loss_sum / len(y), correct / len(y)
+
+    def eval_record(self) -> dict:
+        t0 = time.perf_counter()
+        test_loss, test_acc = self.evaluate(self.data.test_x, self.data.test_y)
+        rec = {"test_loss": test_loss, "test_acc": test_acc}
+        if self.cfg.eval_train:
+            rec["train_loss"], rec["train_acc"] = self.evaluate(
+                self.data.train_x, self.data.train_y
+            )
+        rec["eval_seconds"] = time.perf_counter() - t0
+        return rec

@@ -1,0 +1,60 @@
+"""Method registry. Add a method: one module with a Method subclass, one line here."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fedbench.errors import FedbenchError
+from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, weighted_mean
+from fedbench.methods.fedavg import FedAvg
+from fedbench.methods.fedprox import FedProx
+
+METHODS: dict[str, type[Method]] = {m.name: m for m in (FedAvg, FedProx)}
+
+
+def method_class(name: str) -> type[Method]:
+    if name not in METHODS:
+        raise FedbenchError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def method_params(name: str, values: dict[str, Any]) -> Any:
+    """Build (and so validate) a method's Params from a dict of names from the papers."""
+    cls = method_class(name)
+    known = {f.name: f for f in dataclasses.fields(cls.Params)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        allowed = ", ".join(known) or "none"
+        raise FedbenchError(
+            f"unknown parameter {unknown[0]!r} for method {name}; its parameters: {allowed}"
+        )
+    coerced = {}
+    for k, v in values.items():
+        default = known[k].default
+        if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if default is not dataclasses.MISSING and default is not None and v is not None:
+            if not isinstance(v, type(default)):
+                raise FedbenchError(
+                    f"{name}: parameter {k} expects {type(default).__name__}, got {v!r}"
+                )
+        coerced[k] = v
+    return cls.Params(**coerced)
+
+
+def build_method(name: str, values: dict[str, Any]) -> Method:
+    return method_class(name)(method_params(name, values))
+
+
+__all__ = [
+    "METHODS",
+    "LocalResult",
+    "Method",
+    "RoundContext",
+    "Setup",
+    "build_method",
+    "method_class",
+    "method_params",
+    "weighted_mean",
+]

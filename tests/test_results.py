@@ -1,0 +1,79 @@
+"""Records on disk: Parquet round trip, determinism, refusing reruns, corrupt files."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from fedbench.config import build_config
+from fedbench.errors import FedbenchError
+from fedbench.results import load_summaries, read_run, summarize
+from fedbench.runner import train
+
+TIMING = ["round_seconds", "cum_seconds", "eval_seconds"]
+
+
+def small_cfg(**over):
+    o = {"rounds": "3", "N": "6", "K": "3", "E": "2", "device": "cpu"}
+    o.update(over)
+    return build_config(None, None, o)
+
+
+def test_parquet_round_trip_and_run_json(tmp_path):
+    cfg = small_cfg()
+    meta, df = train(cfg, tmp_path)
+    run_dir = tmp_path / cfg.run_id()
+    back = pd.read_parquet(run_dir / "rounds.parquet")
+    pd.testing.assert_frame_equal(back, df)
+    assert list(back["round"]) == [0, 1, 2, 3]
+    assert back["clients"].iloc[1].tolist() and len(back["clients"].iloc[1]) == 3
+    j = json.loads((run_dir / "run.json").read_text())
+    assert j["status"] == "complete" and j["config"]["rounds"] == 3
+    assert j["config_hash"] == cfg.config_hash() and j["torch_version"] and j["device"] == "cpu"
+    assert j["summary"]["rounds_run"] == 3
+    part = pd.read_parquet(run_dir / "partition.parquet")
+    assert part["client"].nunique() == 6
+
+
+def test_same_seed_same_numbers(tmp_path):
+    cfg = small_cfg()
+    _, a = train(cfg, tmp_path / "a")
+    _, b = train(cfg, tmp_path / "b")
+    pd.testing.assert_frame_equal(a.drop(columns=TIMING), b.drop(columns=TIMING))
+    _, c = train(small_cfg(seed="1"), tmp_path / "c")
+    assert not a["test_loss"].equals(c["test_loss"])
+
+
+def test_refuses_rerun_unless_overwrite(tmp_path):
+    cfg = small_cfg(rounds="1")
+    train(cfg, tmp_path)
+    with pytest.raises(FedbenchError, match="--overwrite"):
+        train(cfg, tmp_path)
+    train(cfg, tmp_path, overwrite=True)
+
+
+def test_summary_rounds_and_seconds_to_target():
+    df = pd.DataFrame(
+        {
+            "round": [0, 1, 2, 3],
+            "test_acc": [0.1, 0.5, 0.7, 0.8],
+            "round_seconds": [0.0, 2.0, 2.0, 4.0],
+            "cum_seconds": [0.0, 2.0, 4.0, 8.0],
+        }
+    )
+    s = summarize(df, 0.65)
+    assert s["rounds_to_target"] == 2 and s["seconds_to_target"] == 4.0
+    assert s["best_acc"] == 0.8 and s["mean_round_seconds"] == pytest.approx(8 / 3)
+    assert summarize(df, 0.9)["rounds_to_target"] is None
+
+
+def test_corrupt_parquet_is_named(tmp_path):
+    cfg = small_cfg(rounds="1")
+    train(cfg, tmp_path)
+    path = tmp_path / cfg.run_id() / "rounds.parquet"
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(FedbenchError) as e:
+        read_run(tmp_path / cfg.run_id())
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    df, problems = load_summaries(tmp_path, on_error="skip")
+    assert df.empty and len(problems) == 1
