@@ -92,6 +92,9 @@ def train(
 ):
     """Run one federated training and record it under results/<run_id>/.
 
+    Method parameters (mu, alpha, beta, r, T, lambda, eta_g, ...) are set with
+    --set NAME=VALUE; `fedbench methods` lists each method's parameters and defaults.
+
     \b
     Examples:
       fedbench train
@@ -186,6 +189,32 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, quiet: bool) -> No
     for k, v in rows:
         table.add_row(k, v)
     console().print(table)
+
+
+# ---------------------------------------------------------------- methods
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["rich", "md"]), default="rich")
+def methods(fmt):
+    """List the methods, their parameters (names from the papers) and defaults.
+
+    \b
+    Example:
+      fedbench train --preset fedlga-fmnist --method fedprox --set mu=0.1
+    """
+    import pandas as pd
+
+    from fedbench.methods import describe_methods
+    from fedbench.tables import console, rich_table
+
+    df = pd.DataFrame(describe_methods())
+    if fmt == "md":
+        from tabulate import tabulate
+
+        click.echo(tabulate(df, headers="keys", tablefmt="github", showindex=False))
+    else:
+        console().print(rich_table(df, title="methods (set parameters with --set NAME=VALUE)"))
 
 
 # ---------------------------------------------------------------- presets

@@ -287,16 +287,47 @@ class Engine:
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
-    def evaluate(self, x: torch.Tensor, y: torch.Tensor, chunk: int = 10000) -> tuple[float, float]:
-        """(mean cross-entropy, accuracy) of the global model, in batched chunks."""
+    def evaluate(
+        self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None = None, chunk: int = 10000
+    ) -> tuple[float, float]:
+        """(mean cross-entropy, accuracy) of w (default: the global model), in batched chunks."""
         loss_sum, correct = 0.0, 0
-        w = self.w.unsqueeze(0)
+        w = (self.w if w is None else w).unsqueeze(0)
         for i in range(0, len(y), chunk):
             xb, yb = x[i : i + chunk].unsqueeze(0), y[i : i + chunk]
             logits = self.model.predict(w, xb)[0]
             loss_sum += float(torch.nn.functional.cross_entropy(logits, yb, reduction="sum"))
             correct += int((logits.argmax(1) == yb).sum())
         return loss_sum / len(y), correct / len(y)
+
+    @torch.no_grad()
+    def full_batch_grads(
+        self, w: torch.Tensor, clients: torch.Tensor, chunk: int = 512
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each device's full local loss and gradient at w ([D], or [k, D] one row per device):
+        (loss [k], grad [k, D]), batched over the devices, chunked over their samples.
+        Used by MimeLite's server statistics and FedProx's dissimilarity metric."""
+        k = len(clients)
+        w = w.expand(k, -1) if w.dim() == 1 else w
+        members = [self.data.client_indices[int(c)] for c in clients]
+        sizes = torch.tensor([len(m) for m in members])
+        n_max = int(sizes.max())
+        idx = torch.zeros(k, n_max, dtype=torch.long)
+        for i, m in enumerate(members):
+            idx[i, : len(m)] = m
+        valid = torch.arange(n_max) < sizes.unsqueeze(1)
+        weight = (valid.double() / sizes.unsqueeze(1)).to(self.device, self.dtype)
+        idx = idx.to(self.device)
+        loss = torch.zeros(k, dtype=self.dtype, device=self.device)
+        grad = torch.zeros(k, self.model.dim, dtype=self.dtype, device=self.device)
+        for s in range(0, n_max, chunk):
+            rows = idx[:, s : s + chunk]
+            l_c, g_c = self.model.loss_and_grad(
+                w, self.data.train_x[rows], self.data.train_y[rows], weight[:, s : s + chunk]
+            )
+            loss += l_c
+            grad += g_c
+        return loss, grad
 
     def eval_record(self) -> dict:
         t0 = time.perf_counter()

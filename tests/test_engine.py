@@ -108,3 +108,22 @@ def test_fixed_local_steps_mode():
     assert plan.steps.tolist() == [5, 5, 5]
     rec = eng.run_round(1)
     assert rec["grad_evals"] == 15
+
+
+def test_full_batch_grads_match_one_big_batch():
+    data = tiny_data(sizes=(7, 12, 5, 9))
+    eng = Engine(tiny_config(), data=data)
+    clients = torch.tensor([1, 3])
+    loss, grad = eng.full_batch_grads(eng.w, clients, chunk=4)  # several chunks
+    for row, c in enumerate(clients.tolist()):
+        idx = data.client_indices[c]
+        n = len(idx)
+        w1 = eng.w.unsqueeze(0)
+        l1, g1 = eng.model.loss_and_grad(
+            w1,
+            data.train_x[idx].unsqueeze(0),
+            data.train_y[idx].unsqueeze(0),
+            torch.full((1, n), 1.0 / n, dtype=torch.float64),
+        )
+        assert torch.allclose(loss[row], l1[0], atol=1e-12)
+        assert torch.allclose(grad[row], g1[0], atol=1e-12)

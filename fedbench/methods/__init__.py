@@ -43,6 +43,26 @@ def method_params(name: str, values: dict[str, Any]) -> Any:
     return cls.Params(**coerced)
 
 
+def describe_methods() -> list[dict[str, str]]:
+    """One row per method: name, parameters with defaults, what each means (from the Params
+    dataclass fields' metadata "help") and the first line of the module's docstring."""
+    import sys
+
+    rows = []
+    for name, cls in METHODS.items():
+        params = []
+        for f in dataclasses.fields(cls.Params):
+            text = f"{f.name}={f.default}"
+            if f.metadata.get("help"):
+                text += f" ({f.metadata['help']})"
+            params.append(text)
+        doc = (sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
+        rows.append(
+            {"method": name, "parameters": "; ".join(params) or "–", "about": doc[0] if doc else ""}
+        )
+    return rows
+
+
 def build_method(name: str, values: dict[str, Any]) -> Method:
     return method_class(name)(method_params(name, values))
 

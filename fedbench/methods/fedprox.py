@@ -6,7 +6,7 @@ Aggregation: the p_i-weighted average of all K local models, partial work includ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method
@@ -14,7 +14,10 @@ from fedbench.methods.base import Method
 
 @dataclass(frozen=True)
 class FedProxParams:
-    mu: float = 1.0  # proximal weight; paper grid {0.001, 0.01, 0.1, 1}, FedLGA grid {0.1, 0.5, 1}
+    mu: float = field(
+        default=1.0,
+        metadata={"help": "proximal weight; FedProx grid {0.001,0.01,0.1,1}, FedLGA {0.1,0.5,1}"},
+    )
 
     def __post_init__(self):
         if self.mu < 0:
