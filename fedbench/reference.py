@@ -19,12 +19,17 @@ def client_batches(plan: RoundPlan, row: int) -> list[list[int]]:
     return out
 
 
-def reference_local(engine: Engine, plan: RoundPlan, lr: float, mu: float = 0.0):
+def reference_local(
+    engine: Engine, plan: RoundPlan, lr: float, mu: float = 0.0, batches=None
+) -> torch.Tensor:
     """Each device trains alone from the global model; returns the final models [K, D]
-    (FedProx's proximal term when mu > 0)."""
+    (FedProx's proximal term when mu > 0). `batches` (per device, the index lists of its steps)
+    defaults to the plan's."""
     data = engine.data
     dataset = TensorDataset(data.train_x, data.train_y)
     w_global = engine.w
+    if batches is None:
+        batches = [client_batches(plan, row) for row in range(plan.k)]
     finals = []
     for row in range(plan.k):
         net = engine.model.to_module(w_global)
@@ -35,7 +40,7 @@ def reference_local(engine: Engine, plan: RoundPlan, lr: float, mu: float = 0.0)
             momentum=engine.cfg.momentum,
             weight_decay=engine.cfg.weight_decay,
         )
-        loader = DataLoader(dataset, batch_sampler=client_batches(plan, row))
+        loader = DataLoader(dataset, batch_sampler=batches[row])
         for x, y in loader:
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(net(x), y)

@@ -127,3 +127,24 @@ def test_full_batch_grads_match_one_big_batch():
         )
         assert torch.allclose(loss[row], l1[0], atol=1e-12)
         assert torch.allclose(grad[row], g1[0], atol=1e-12)
+
+
+def test_fused_sgd_step_equals_gradient_then_update():
+    from fedbench.models.base import BatchedModel
+    from fedbench.models.mlp import BatchedMLP
+
+    m = BatchedMLP([6, 5, 4, 3])  # two hidden layers: exercises the layer order
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(3, m.dim, generator=g, dtype=torch.float64) * 0.3
+    x = torch.randn(3, 4, 6, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (3, 4), generator=g)
+    wt = torch.full((3, 4), 0.25, dtype=torch.float64)
+    expected = w.clone()
+    l_ref = BatchedModel.sgd_step(m, expected, x, y, wt, lr=0.1, weight_decay=0.01)
+    got = w.clone()
+    l_got = m.sgd_step(got, x, y, wt, lr=0.1, weight_decay=0.01)
+    assert torch.allclose(got, expected, atol=1e-14) and torch.allclose(l_got, l_ref)
+    # and the explicit backward equals autograd
+    l1, g1 = m.loss_and_grad(w, x, y, wt)
+    l2, g2 = BatchedModel.loss_and_grad(m, w, x, y, wt)
+    assert torch.allclose(g1, g2, atol=1e-14) and torch.allclose(l1, l2, atol=1e-14)

@@ -75,6 +75,16 @@ class BatchedModel:
             self.view(g, s).copy_(gs)
         return losses.detach(), g
 
+    def sgd_step(self, w, x, y, weight, lr: float, weight_decay: float = 0.0) -> torch.Tensor:
+        """One plain SGD step in place, w <- w - lr (grad + wd w); returns the losses [k].
+        Models may fuse it (BatchedMLP does); the engine uses it when a method's local step is
+        plain SGD and there is no momentum or clipping."""
+        losses, g = self.loss_and_grad(w, x, y, weight)
+        if weight_decay:
+            g.add_(w, alpha=weight_decay)
+        w.sub_(g, alpha=lr)
+        return losses
+
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
         """Initial flat parameters [D], drawn from gen the way the reference module would be."""
         raise NotImplementedError

@@ -31,10 +31,10 @@ class BatchedMLP(BatchedModel):
                 h = torch.relu(h)
         return h
 
-    def loss_and_grad(self, w: torch.Tensor, x, y, weight):
-        """Explicit batched backward: each weight gradient is one bmm written straight into its
-        view of the flat gradient (autograd would add a copy of all D numbers per step).
-        Equal to BatchedModel.loss_and_grad (autograd) to float precision, tested."""
+    def _forward_backward(self, w, x, y, weight, visit):
+        """Forward, then backward layer by layer from the top; visit(i, dz, act) receives each
+        layer's output gradient dz [k, B, out] and input act [k, B, in] after the gradient
+        flowing further down has been computed (so visit may update layer i in place)."""
         params = self.unflatten(w)
         n_layers = len(params) // 2
         acts = [x.flatten(2)]  # inputs of each layer
@@ -46,22 +46,49 @@ class BatchedMLP(BatchedModel):
             if i < n_layers - 1:
                 h = torch.relu(z)
                 acts.append(h)
-        logits = pre[-1]
-        logp = torch.log_softmax(logits, dim=2)
+        logp = torch.log_softmax(pre[-1], dim=2)
         nll = -logp.gather(2, y.unsqueeze(2)).squeeze(2)  # [k, B]
         losses = (nll * weight).sum(1)
         # d loss_i / d logits = weight * (softmax - onehot)
         dz = logp.exp_()
         dz.scatter_add_(2, y.unsqueeze(2), -torch.ones_like(nll).unsqueeze(2))
         dz.mul_(weight.unsqueeze(2))
+        for i in reversed(range(n_layers)):
+            below = torch.bmm(dz, params[2 * i]).mul_(pre[i - 1] > 0) if i else None
+            visit(i, dz, acts[i])
+            dz = below
+        return losses
+
+    def loss_and_grad(self, w: torch.Tensor, x, y, weight):
+        """Explicit batched backward: each weight gradient is one bmm written straight into its
+        view of the flat gradient (autograd would add a copy of all D numbers per step).
+        Equal to BatchedModel.loss_and_grad (autograd) to float precision, tested."""
         g = torch.empty_like(w)
         gviews = self.unflatten(g)
-        for i in reversed(range(n_layers)):
-            torch.bmm(dz.transpose(1, 2), acts[i], out=gviews[2 * i])
+
+        def write(i, dz, act):
+            torch.bmm(dz.transpose(1, 2), act, out=gviews[2 * i])
             torch.sum(dz, dim=1, out=gviews[2 * i + 1])
-            if i:
-                dz = torch.bmm(dz, params[2 * i]).mul_(pre[i - 1] > 0)
+
+        losses = self._forward_backward(w, x, y, weight, write)
         return losses, g
+
+    def sgd_step(self, w, x, y, weight, lr: float, weight_decay: float = 0.0):
+        """w <- w - lr (grad + wd w), in place, without materialising the gradient: each layer's
+        update is one baddbmm into w. Per step this touches w once instead of w and a [k, D]
+        gradient; for the FedLGA MLP (K=10: 12.5 MB of weights) that keeps a step inside a 16 MB
+        L3 cache. Same result as loss_and_grad + update (tested)."""
+        params = self.unflatten(w)
+        decay = 1.0 - lr * weight_decay
+
+        def update(i, dz, act):
+            weight_i, bias_i = params[2 * i], params[2 * i + 1]
+            weight_i.baddbmm_(dz.transpose(1, 2), act, beta=decay, alpha=-lr)
+            if weight_decay:
+                bias_i.mul_(decay)
+            bias_i.sub_(dz.sum(1), alpha=lr)
+
+        return self._forward_backward(w, x, y, weight, update)
 
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
         if self.init_mode == "zeros":  # FedProx's TF model starts from zeros
