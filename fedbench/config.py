@@ -21,8 +21,33 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DATASETS = ("synthetic", "mnist", "fmnist")
-PARTITIONS = ("natural", "iid", "pclass", "dirichlet")
+DATASETS = (
+    "synthetic",
+    "mnist",
+    "fmnist",
+    "cifar10",
+    "cifar100",
+    "cinic10",
+    "femnist",
+    "shakespeare",
+    "sent140",
+    "quadratic",
+    "fedprox-mnist",
+)
+# datasets that come with their own per-device split (partition=natural)
+NATURAL_DATASETS = ("synthetic", "femnist", "shakespeare", "sent140", "quadratic", "fedprox-mnist")
+PARTITIONS = (
+    "natural",
+    "iid",
+    "pclass",
+    "dirichlet",
+    "exdir",
+    "imbalance",
+    "powerlaw",
+    "shards",
+    "handpick",
+)
+NORMALIZE = ("dataset", "imagenet", "none")
 MODELS = ("logreg", "mlp", "quadratic")
 HETERO = ("none", "fedlga", "stragglers")
 STRAGGLER_EPOCHS = ("code", "paper")
@@ -51,7 +76,18 @@ class RunConfig:
     syn_iid: bool = False
     partition: str = "natural"
     classes_per_client: int = 2  # P, for partition=pclass
-    dirichlet_alpha: float = 0.5
+    dirichlet_alpha: float = 0.5  # dirichlet, and exdir's alpha (SFL: 10)
+    xi: float = 1.0  # partition=imbalance: |X_large| / |X_small| (FedLGA Fig. 10: 1, 2, 3)
+    powerlaw_sigma: float = 2.0  # partition=powerlaw: lognormal sigma of the sizes (FedProx: 2)
+    num_shards: int = 60  # partition=shards: 60 (FedSoftMax NIID) or 100 (TNIID)
+    coarse_labels: bool = False  # cifar100: the 20 coarse classes instead of the 100 fine ones
+    glove: str | None = None  # sent140: GloVe text file (word v1 ... vd); None: learned embedding
+    quad_group: int = 1  # dataset=quadratic: SFL's (a, b) group 1-4 (spec §5.1)
+    quad_b_scale: float = 1.0  # dataset=quadratic: b scaled by 1, 10 or 100
+    # input pipeline (image datasets; applied per mini-batch on the tensor device)
+    normalize: str = "dataset"  # dataset mean/std | imagenet mean/std | none (raw 0-255)
+    augment: bool = False  # random crop 32 (padding 4) + horizontal flip, training batches
+    resize: int | None = None  # bilinear resize of every input (FedLGA §VI-A: 224)
     data_seed: int | None = None  # None: use `seed`
     # model
     model: str = "logreg"
@@ -142,6 +178,8 @@ class RunConfig:
         _positive("lr", self.lr)
         _positive("lr_decay", self.lr_decay)
         _positive("dirichlet_alpha", self.dirichlet_alpha)
+        _one_of("normalize", self.normalize, NORMALIZE)
+        self._validate_data()
         _in_unit("rho", self.rho)
         _in_unit("stragglers", self.stragglers)
         _in_unit("momentum", self.momentum, closed_right=False)
@@ -165,15 +203,6 @@ class RunConfig:
                 "straggler_epochs=code draws U{1..E-1} and needs E >= 2; "
                 "set E >= 2 or straggler_epochs=paper"
             )
-        if self.dataset == "synthetic" and self.partition != "natural":
-            raise FedbenchError(
-                "dataset synthetic has its own per-device split; use partition=natural"
-            )
-        if self.dataset != "synthetic" and self.partition == "natural":
-            raise FedbenchError(
-                f"dataset {self.dataset} has no natural split; "
-                "use partition=iid, pclass or dirichlet"
-            )
         if self.device != "auto":
             from fedbench.devices import check_device
 
@@ -183,6 +212,47 @@ class RunConfig:
 
         method_params(self.method, self.method_params)
         return self
+
+    def _validate_data(self) -> None:
+        """Dataset, partition and input-pipeline fields that depend on each other."""
+        if self.dataset in NATURAL_DATASETS and self.partition != "natural":
+            raise FedbenchError(
+                f"dataset {self.dataset} has its own per-device split; use partition=natural"
+            )
+        if self.dataset not in NATURAL_DATASETS and self.partition == "natural":
+            others = ", ".join(p for p in PARTITIONS if p != "natural")
+            raise FedbenchError(
+                f"dataset {self.dataset} has no natural split; use partition={others}"
+            )
+        if self.partition == "imbalance" and self.xi < 1:
+            raise FedbenchError(f"xi (large/small size ratio) must be >= 1, got {self.xi}")
+        _positive("powerlaw_sigma", self.powerlaw_sigma)
+        _at_least("num_shards", self.num_shards, 1)
+        if self.partition == "shards" and self.num_shards < self.num_clients:
+            raise FedbenchError(
+                f"num_shards = {self.num_shards} < num_clients (N) = {self.num_clients}; "
+                "every device needs a shard"
+            )
+        if self.dataset == "quadratic":
+            if self.quad_group not in (1, 2, 3, 4):
+                raise FedbenchError(f"quad_group must be 1, 2, 3 or 4, got {self.quad_group}")
+            if self.num_clients != 2 or self.model != "quadratic":
+                raise FedbenchError(
+                    "dataset quadratic has M = 2 devices and model quadratic; "
+                    "set N=2 and model=quadratic"
+                )
+        if self.resize is not None:
+            _at_least("resize", self.resize, 1)
+        images = ("cifar10", "cifar100", "cinic10")
+        if (self.augment or self.resize) and self.dataset not in images:
+            raise FedbenchError(
+                f"augment and resize apply to {', '.join(images)}; "
+                f"dataset {self.dataset} takes augment=false resize=none"
+            )
+        if self.glove and self.dataset != "sent140":
+            raise FedbenchError("glove (GloVe vectors) applies to dataset=sent140 only")
+        if self.coarse_labels and self.dataset != "cifar100":
+            raise FedbenchError("coarse_labels applies to dataset=cifar100 only")
 
 
 def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -177,6 +177,8 @@ class Engine:
         step_loss = torch.zeros(k, s_max, dtype=self.dtype, device=self.device)
         grad_evals = torch.zeros(k, dtype=torch.long, device=self.device)
         x_all, y_all = self.data.train_x, self.data.train_y
+        # input pipeline: per-sample augmentation draws of this round, from each device's stream
+        aug = self.data.draw_augment(cfg.seed, ctx.round, plan.clients, s_max, cfg.batch_size)
         lr, mom = ctx.lr, cfg.momentum
         # plain SGD (the method keeps the default local step, no momentum, no clipping): the
         # model may fuse gradient and update (BatchedMLP.sgd_step)
@@ -186,6 +188,7 @@ class Engine:
             wk = w[:ka]
             rows = plan.batch_idx[:ka, s]
             xb, yb, bw = x_all[rows], y_all[rows], plan.batch_weight[:ka, s]
+            xb = self.data.train_transform(xb, None if aug is None else aug[:ka, s])
             if fused:
                 with torch.no_grad():
                     step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay)
@@ -301,8 +304,9 @@ class Engine:
         """(mean cross-entropy, accuracy) of w (default: the global model), in batched chunks."""
         loss_sum, correct = 0.0, 0
         w = (self.w if w is None else w).unsqueeze(0)
+        chunk = min(chunk, self.data.eval_chunk)
         for i in range(0, len(y), chunk):
-            xb, yb = x[i : i + chunk].unsqueeze(0), y[i : i + chunk]
+            xb, yb = self.data.eval_transform(x[i : i + chunk]).unsqueeze(0), y[i : i + chunk]
             logits = self.model.predict(w, xb)[0]
             loss_sum += float(torch.nn.functional.cross_entropy(logits, yb, reduction="sum"))
             correct += int((logits.argmax(1) == yb).sum())
@@ -330,8 +334,9 @@ class Engine:
         grad = torch.zeros(k, self.model.dim, dtype=self.dtype, device=self.device)
         for s in range(0, n_max, chunk):
             rows = idx[:, s : s + chunk]
+            xb = self.data.eval_transform(self.data.train_x[rows])
             l_c, g_c = self.model.loss_and_grad(
-                w, self.data.train_x[rows], self.data.train_y[rows], weight[:, s : s + chunk]
+                w, xb, self.data.train_y[rows], weight[:, s : s + chunk]
             )
             loss += l_c
             grad += g_c
@@ -339,6 +344,9 @@ class Engine:
 
     def eval_record(self) -> dict:
         t0 = time.perf_counter()
+        if "x_star" in self.data.info:  # SFL quadratic: distance to the optimum, no accuracy
+            dist = float((self.w - self.data.info["x_star"]).abs().max())
+            return {"dist_to_opt": dist, "eval_seconds": time.perf_counter() - t0}
         test_loss, test_acc = self.evaluate(self.data.test_x, self.data.test_y)
         rec = {"test_loss": test_loss, "test_acc": test_acc}
         if self.cfg.eval_train:

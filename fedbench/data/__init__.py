@@ -1,4 +1,10 @@
-"""Federated datasets: all samples resident on the torch device, one index array per device."""
+"""Federated datasets: all samples resident on the torch device, one index array per device.
+
+Image datasets (CIFAR, CINIC) stay uint8 on the device; their input pipeline (normalize, crop,
+flip, resize) runs per mini-batch through train_transform / eval_transform, which the engine
+calls where it gathers a batch. Every other dataset is stored model-ready and the hooks are the
+identity.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from fedbench.config import RunConfig
 from fedbench.data import partition as part
 from fedbench.data.idx import NORMALIZE, load_idx_dataset
 from fedbench.data.synthetic import generate_synthetic
+from fedbench.data.transforms import STATS, ImagePipeline
+from fedbench.errors import FedbenchError
 
 
 @dataclass
@@ -22,6 +30,8 @@ class FederatedData:
     client_indices: list[torch.Tensor]  # per device, indices into train_x (CPU, int64)
     num_classes: int
     info: dict = field(default_factory=dict)  # partition description and statistics
+    pipeline: ImagePipeline | None = None  # per-batch input pipeline (image datasets)
+    embeddings: torch.Tensor | None = None  # sent140 with GloVe: frozen word vectors [V+1, d]
 
     @property
     def num_clients(self) -> int:
@@ -33,7 +43,31 @@ class FederatedData:
 
     @property
     def input_shape(self) -> tuple[int, ...]:
-        return tuple(self.train_x.shape[1:])
+        """Shape of one model input (after the pipeline's resize)."""
+        shape = tuple(self.train_x.shape[1:])
+        if self.pipeline is not None and self.pipeline.resize:
+            shape = (*shape[:-2], self.pipeline.resize, self.pipeline.resize)
+        return shape
+
+    # ---- input-pipeline hooks (identity without a pipeline)
+    def train_transform(self, xb: torch.Tensor, aug: torch.Tensor | None = None) -> torch.Tensor:
+        return xb if self.pipeline is None else self.pipeline.train(xb, aug)
+
+    def eval_transform(self, xb: torch.Tensor) -> torch.Tensor:
+        return xb if self.pipeline is None else self.pipeline.eval(xb)
+
+    def draw_augment(self, seed: int, r: int, clients, steps: int, batch: int):
+        """Per-sample augmentation draws [K, steps, batch, 3] for one round, or None."""
+        if self.pipeline is None:
+            return None
+        return self.pipeline.draw_augment(seed, r, clients, steps, batch, self.train_x.device)
+
+    @property
+    def eval_chunk(self) -> int:
+        """Samples per evaluation chunk: small when inputs are resized (224x224 is 48x 32x32)."""
+        if self.pipeline is not None and self.pipeline.resize:
+            return max(64, 10000 * 32 * 32 // self.pipeline.resize**2)
+        return 10000
 
     def padded_indices(self) -> torch.Tensor:
         """[N, n_max] indices, rows padded with their first index (padding is always masked)."""
@@ -45,60 +79,173 @@ class FederatedData:
         return out
 
 
-def _images_to_tensor(x: np.ndarray, name: str, dtype: torch.dtype) -> torch.Tensor:
+def _images_to_tensor(x: np.ndarray, name: str, dtype: torch.dtype, normalize: str) -> torch.Tensor:
+    if normalize == "none":  # raw 0-255 values (FedSoftMax's code)
+        return torch.from_numpy(x.astype(np.float32)).unsqueeze(1).to(dtype)
     mean, std = NORMALIZE[name]
     t = torch.from_numpy(x.astype(np.float32) / 255.0)
     return ((t - mean) / std).unsqueeze(1).to(dtype)  # [n, 1, 28, 28]
 
 
 def make_partition(cfg: RunConfig, labels: np.ndarray) -> list[np.ndarray]:
-    seed = cfg.effective_data_seed
+    """The partition named by cfg.partition: a pure function of (labels, parameters, seed)."""
+    seed, n = cfg.effective_data_seed, cfg.num_clients
     if cfg.partition == "iid":
-        return part.iid(len(labels), cfg.num_clients, seed)
+        return part.iid(len(labels), n, seed)
     if cfg.partition == "pclass":
-        return part.pclass_shards(labels, cfg.num_clients, cfg.classes_per_client, seed)
+        return part.pclass_shards(labels, n, cfg.classes_per_client, seed)
     if cfg.partition == "dirichlet":
-        return part.dirichlet(labels, cfg.num_clients, cfg.dirichlet_alpha, seed)
+        return part.dirichlet(labels, n, cfg.dirichlet_alpha, seed)
+    if cfg.partition == "exdir":
+        return part.exdir(labels, n, cfg.classes_per_client, cfg.dirichlet_alpha, seed)
+    if cfg.partition == "imbalance":
+        return part.imbalanced_shards(labels, n, cfg.classes_per_client, cfg.xi, seed)
+    if cfg.partition == "powerlaw":
+        return part.powerlaw(labels, n, cfg.classes_per_client, seed, cfg.powerlaw_sigma)
+    if cfg.partition == "shards":
+        return part.sorted_shards(labels, n, cfg.num_shards, seed)
+    if cfg.partition == "handpick":
+        return part.handpick(labels, n, seed)
     raise AssertionError(cfg.partition)  # 'natural' is handled by the dataset itself
 
 
-def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
+def describe_partition(cfg: RunConfig) -> str:
+    extra = {
+        "pclass": f"P={cfg.classes_per_client}",
+        "dirichlet": f"alpha={cfg.dirichlet_alpha}",
+        "exdir": f"C={cfg.classes_per_client}, alpha={cfg.dirichlet_alpha}",
+        "imbalance": f"P={cfg.classes_per_client}, xi={cfg.xi}",
+        "powerlaw": f"P={cfg.classes_per_client}, sigma={cfg.powerlaw_sigma}",
+        "shards": f"{cfg.num_shards} shards",
+        "handpick": "200 per device, 15% held out",
+    }.get(cfg.partition)
+    return f"partition={cfg.partition}" + (f" ({extra})" if extra else "")
+
+
+def _concat_devices(parts_x, parts_y):
+    """Per-device arrays -> (x, y, index arrays)."""
+    sizes = np.array([len(y) for y in parts_y])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    idx = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
+    return np.concatenate(parts_x), np.concatenate(parts_y), idx
+
+
+def _image_pipeline(cfg: RunConfig, dtype: torch.dtype) -> ImagePipeline:
+    stats = {"dataset": STATS.get(cfg.dataset), "imagenet": STATS["imagenet"], "none": None}
+    mean, std = stats[cfg.normalize] or (None, None)
+    return ImagePipeline(mean, std, augment=cfg.augment, resize=cfg.resize, dtype=dtype)
+
+
+def load_arrays(cfg: RunConfig):
+    """Numpy arrays of one dataset and its split, before anything goes to the torch device:
+    (train_x, train_y, test_x, test_y, parts, num_classes, info, extras)."""
     dtype = getattr(torch, cfg.dtype)
-    if cfg.dataset == "synthetic":
+    name, seed = cfg.dataset, cfg.effective_data_seed
+    info: dict = {}
+    extras: dict = {}
+    if name == "synthetic":
         trx, try_, tex, tey = generate_synthetic(
-            cfg.syn_alpha, cfg.syn_beta, cfg.syn_iid, cfg.num_clients, cfg.effective_data_seed
+            cfg.syn_alpha, cfg.syn_beta, cfg.syn_iid, cfg.num_clients, seed
         )
-        sizes = np.array([len(y) for y in try_])
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        parts = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
-        train_x = torch.from_numpy(np.concatenate(trx)).to(dtype)
-        train_y_np = np.concatenate(try_)
-        test_x = torch.from_numpy(np.concatenate(tex)).to(dtype)
-        test_y = torch.from_numpy(np.concatenate(tey))
+        train_x, train_y, parts = _concat_devices(trx, try_)
+        test_x, test_y = np.concatenate(tex), np.concatenate(tey)
         num_classes = 10
         desc = (
             f"synthetic{'-iid' if cfg.syn_iid else ''}(alpha={cfg.syn_alpha}, beta={cfg.syn_beta})"
             ", natural split"
         )
-    else:
-        trx, train_y_np, tex, tey = load_idx_dataset(cfg.dataset, cfg.data_dir)
-        train_y_np = train_y_np.astype(np.int64)
-        parts = make_partition(cfg, train_y_np)
-        train_x = _images_to_tensor(trx, cfg.dataset, dtype)
-        test_x = _images_to_tensor(tex, cfg.dataset, dtype)
-        test_y = torch.from_numpy(tey.astype(np.int64))
+    elif name in ("mnist", "fmnist"):
+        trx, train_y, tex, test_y = load_idx_dataset(name, cfg.data_dir)
+        train_y, test_y = train_y.astype(np.int64), test_y.astype(np.int64)
+        parts = make_partition(cfg, train_y)
+        train_x = _images_to_tensor(trx, name, dtype, cfg.normalize)
+        test_x = _images_to_tensor(tex, name, dtype, cfg.normalize)
         num_classes = 10
-        desc = f"{cfg.dataset}, partition={cfg.partition}"
-    stats = part.partition_stats(train_y_np, parts)
-    digest = _partition_digest(parts)
+        desc = f"{name}, {describe_partition(cfg)}" + (
+            ", raw 0-255 pixels" if cfg.normalize == "none" else ""
+        )
+    elif name == "fedprox-mnist":
+        from fedbench.data.fedprox_mnist import fedprox_mnist
+
+        train_x, train_y, test_x, test_y, parts, info = fedprox_mnist(
+            cfg.data_dir, cfg.num_clients, cfg.classes_per_client, cfg.powerlaw_sigma, seed
+        )
+        num_classes = 10
+        desc = (
+            f"FedProx MNIST: all 70k standardized, {cfg.num_clients} devices x "
+            f"{cfg.classes_per_client} digits, power-law sizes, 90/10 split per device"
+        )
+    elif name in ("cifar10", "cifar100", "cinic10"):
+        if name == "cinic10":
+            from fedbench.data.cinic import load_cinic
+
+            train_x, train_y, test_x, test_y, num_classes = load_cinic(cfg.data_dir)
+        else:
+            from fedbench.data.cifar import load_cifar
+
+            train_x, train_y, test_x, test_y, num_classes = load_cifar(
+                name, cfg.data_dir, cfg.coarse_labels
+            )
+        parts = make_partition(cfg, train_y)
+        pipe = _image_pipeline(cfg, dtype)
+        extras["pipeline"] = pipe
+        labels = " (coarse labels)" if cfg.coarse_labels else ""
+        desc = f"{name}{labels}, {describe_partition(cfg)}; {pipe.describe()}"
+        info["pipeline"] = pipe.describe()
+    elif name in ("femnist", "shakespeare", "sent140"):
+        from fedbench.data.leaf import load_leaf
+
+        leaf = load_leaf(name, cfg.data_dir, cfg.glove)
+        train_x, train_y, test_x, test_y = leaf.train_x, leaf.train_y, leaf.test_x, leaf.test_y
+        parts, num_classes, info = leaf.parts, leaf.num_classes, leaf.info
+        if leaf.embeddings is not None:
+            extras["embeddings"] = torch.from_numpy(leaf.embeddings).to(dtype)
+        desc = f"LEAF {name}, natural split ({len(parts)} users)"
+        if name == "sent140":
+            desc += f"; {info['embedding']}"
+    elif name == "quadratic":
+        from fedbench.data.quadratic import quadratic_problem
+
+        train_x, train_y, parts, info = quadratic_problem(cfg.quad_group, cfg.quad_b_scale)
+        test_x, test_y = train_x, train_y
+        num_classes = 1
+        desc = (
+            f"SFL quadratic group {cfg.quad_group} (b x {cfg.quad_b_scale:g}), "
+            f"x* = {info['x_star']:g}"
+        )
+    else:  # pragma: no cover - validated in RunConfig
+        raise AssertionError(name)
+    info = {"description": desc, **info}
+    return train_x, train_y, test_x, test_y, parts, num_classes, info, extras
+
+
+def _to_tensor(a, dtype: torch.dtype) -> torch.Tensor:
+    if isinstance(a, torch.Tensor):
+        return a
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t if t.dtype in (torch.uint8, torch.int64) else t.to(dtype)
+
+
+def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
+    dtype = getattr(torch, cfg.dtype)
+    train_x, train_y, test_x, test_y, parts, num_classes, info, extras = load_arrays(cfg)
+    train_y = np.asarray(train_y, dtype=np.int64)
+    if min(len(p) for p in parts) == 0:
+        raise FedbenchError(
+            f"{info['description']}: a device has no samples; lower N or change the partition"
+        )
+    stats = part.partition_stats(train_y, parts)
+    emb = extras.get("embeddings")
     return FederatedData(
-        train_x=train_x.to(device),
-        train_y=torch.from_numpy(train_y_np).to(device),
-        test_x=test_x.to(device),
-        test_y=test_y.to(device),
+        train_x=_to_tensor(train_x, dtype).to(device),
+        train_y=torch.from_numpy(train_y).to(device),
+        test_x=_to_tensor(test_x, dtype).to(device),
+        test_y=torch.from_numpy(np.asarray(test_y, dtype=np.int64)).to(device),
         client_indices=[torch.from_numpy(np.asarray(p, dtype=np.int64)) for p in parts],
         num_classes=num_classes,
-        info={"description": desc, "partition_sha256": digest, **stats},
+        info={**info, "partition_sha256": _partition_digest(parts), **stats},
+        pipeline=extras.get("pipeline"),
+        embeddings=emb.to(device) if emb is not None else None,
     )
 
 

@@ -1,0 +1,56 @@
+"""CINIC-10 from its image-folder layout: CINIC-10/{train,valid,test}/<class>/*.png, 10 class
+folders (sorted names give the labels, as torchvision's ImageFolder) of 32x32 PNGs. Decoded once
+at load time into uint8 [n, 3, 32, 32] (grayscale PNGs are converted to RGB, as ImageFolder's
+loader does). SFL uses train for the devices and test for evaluation (spec §5.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from fedbench.data.locate import find_folder
+from fedbench.errors import FedbenchError
+
+CLASSES = 10
+HOW_TO_GET = "download CINIC-10 (github.com/BayesWatch/cinic-10) and put CINIC-10/ in --data-dir"
+
+
+def _has_splits(d: Path) -> bool:
+    return (d / "train").is_dir() and (d / "test").is_dir()
+
+
+def read_split(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    from PIL import Image
+
+    class_dirs = sorted(p for p in folder.iterdir() if p.is_dir())
+    if len(class_dirs) != CLASSES:
+        raise FedbenchError(
+            f"{folder}: found {len(class_dirs)} class folders; expected {CLASSES} (CINIC-10 layout)"
+        )
+    images, labels = [], []
+    for label, cdir in enumerate(class_dirs):
+        for f in sorted(cdir.glob("*.png")):
+            try:
+                with Image.open(f) as im:
+                    arr = np.asarray(im.convert("RGB"))
+            except Exception as e:
+                raise FedbenchError(f"{f}: cannot decode PNG ({type(e).__name__})") from None
+            if arr.shape != (32, 32, 3):
+                raise FedbenchError(f"{f}: image is {arr.shape[1]}x{arr.shape[0]}; expected 32x32")
+            images.append(arr)
+            labels.append(label)
+    if not images:
+        raise FedbenchError(f"{folder}: no PNG images found; expected <class>/*.png")
+    x = np.stack(images).transpose(0, 3, 1, 2).copy()
+    return x, np.array(labels, dtype=np.int64)
+
+
+def load_cinic(data_dir: str | None):
+    """(train_x uint8 [n,3,32,32], train_y, test_x, test_y, num_classes)."""
+    folder = find_folder(
+        "cinic10", data_dir, ["CINIC-10", "cinic-10", "cinic10", ""], _has_splits, HOW_TO_GET
+    )
+    trx, tr_y = read_split(folder / "train")
+    tex, te_y = read_split(folder / "test")
+    return trx, tr_y, tex, te_y, CLASSES
