@@ -236,6 +236,75 @@ def presets():
     Console().print(table)
 
 
+# ---------------------------------------------------------------- data
+
+
+@cli.group()
+def data():
+    """Datasets and partitions."""
+
+
+@data.command("stats")
+@click.argument("dataset", required=False)
+@click.option("--preset", help="Take the dataset and partition of a preset.")
+@click.option("--data-dir", help="Folder holding the dataset files.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Partition fields: partition, N, P, dirichlet_alpha, xi, num_shards, data_seed, ...",
+)
+@click.option("--format", "fmt", type=click.Choice(["rich", "md"]), default="rich")
+def data_stats(dataset, preset, data_dir, sets, fmt):
+    """Per-device statistics of a dataset's split, like FedProx's Table 1.
+
+    \b
+    Examples:
+      fedbench data stats --preset fedprox-mnist
+      fedbench data stats mnist --set partition=pclass --set N=50 --set P=2
+      fedbench data stats cifar10 --set partition=exdir --set N=500 --set P=1 \\
+          --set dirichlet_alpha=10 --format md
+    """
+    import pandas as pd
+
+    from fedbench.config import build_config, parse_set
+    from fedbench.data import load_arrays
+    from fedbench.data.partition import partition_stats
+    from fedbench.tables import console, rich_table
+
+    overrides = parse_set(sets)
+    if dataset:
+        overrides["dataset"] = dataset
+    if data_dir:
+        overrides["data_dir"] = data_dir
+    cfg = build_config(preset, None, overrides)
+    _, train_y, _, test_y, parts, num_classes, info, _ = load_arrays(cfg)
+    st = partition_stats(train_y, parts)
+    df = pd.DataFrame(
+        [
+            {
+                "dataset": cfg.dataset,
+                "devices": st["devices"],
+                "samples": st["samples"],
+                "mean/device": round(st["mean_per_device"], 1),
+                "stdev/device": round(st["std_per_device"], 1),
+                "min": st["min_per_device"],
+                "max": st["max_per_device"],
+                "classes/device": round(st["classes_per_device_mean"], 2),
+                "test samples": len(test_y),
+            }
+        ]
+    )
+    if fmt == "md":
+        from tabulate import tabulate
+
+        click.echo(f"{info['description']}\n")
+        click.echo(tabulate(df, headers="keys", tablefmt="github", showindex=False))
+    else:
+        console().print(rich_table(df, title=info["description"]))
+
+
 # ---------------------------------------------------------------- table
 
 
