@@ -8,9 +8,16 @@ from typing import Any
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, weighted_mean
 from fedbench.methods.fedavg import FedAvg
+from fedbench.methods.fedcm import FedCM
+from fedbench.methods.feddyn import FedDyn
+from fedbench.methods.fednova import FedNova
 from fedbench.methods.fedprox import FedProx
+from fedbench.methods.mimelite import MimeLite
+from fedbench.methods.scaffold import Scaffold
 
-METHODS: dict[str, type[Method]] = {m.name: m for m in (FedAvg, FedProx)}
+METHODS: dict[str, type[Method]] = {
+    m.name: m for m in (FedAvg, FedProx, FedNova, Scaffold, FedDyn, FedCM, MimeLite)
+}
 
 
 def method_class(name: str) -> type[Method]:
