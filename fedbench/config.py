@@ -208,9 +208,10 @@ class RunConfig:
 
             check_device(self.device)
         # method name and parameters
-        from fedbench.methods import method_params
+        from fedbench.methods import method_class, method_params
 
-        method_params(self.method, self.method_params)
+        params = method_params(self.method, self.method_params)
+        method_class(self.method).check_config(params, self)
         return self
 
     def _validate_data(self) -> None:

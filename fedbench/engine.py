@@ -276,25 +276,35 @@ class Engine:
         return record
 
     def _train_sequential(self, ctx: RoundContext, plan: RoundPlan, local: dict) -> LocalResult:
-        """SFL: devices in a random order, each starting from the previous device's model."""
+        """SFL: the round's devices one after another, in a random order drawn from the run's
+        seed and the round, each starting from the previous device's final model.
+
+        Rows of the result stay in engine order: w[i] is device i's final model, so
+        delta[i] = w[i] - w^t is the chain's progress up to and including device i; `order`
+        holds the rows in training order (the new SFL model is w[order[-1]]). Each device runs
+        as a one-row plan cut to its own steps; the method sees the full round's ctx.
+        """
         order = torch.randperm(plan.k, generator=generator(self.cfg.seed, "order", ctx.round))
         w = self.w
         outs: list[LocalResult | None] = [None] * plan.k
         for i in order.tolist():
+            sub_plan = plan.rows(slice(i, i + 1))
+            s_i = int(sub_plan.steps[0])
+            sub_plan.batch_idx = sub_plan.batch_idx[:, :s_i]
+            sub_plan.batch_weight = sub_plan.batch_weight[:, :s_i]
             sub = {n: t[i : i + 1] for n, t in local.items()}
-            out = self.train_local(ctx, plan.rows(slice(i, i + 1)), w, sub)
+            out = self.train_local(ctx, sub_plan, w, sub)
             w = out.w[0]
             outs[i] = out
-        res = LocalResult(
+        return LocalResult(
             w=torch.cat([o.w for o in outs]),
             global_w=self.w,
             local={n: torch.cat([o.local[n] for o in outs]) for n in outs[0].local},
             mean_loss=torch.cat([o.mean_loss for o in outs]),
             last_epoch_loss=torch.cat([o.last_epoch_loss for o in outs]),
             grad_evals=torch.cat([o.grad_evals for o in outs]),
+            order=order.to(self.device),
         )
-        res.local["order"] = order.to(self.device)
-        return res
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()

@@ -8,9 +8,36 @@ from typing import Any
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, weighted_mean
 from fedbench.methods.fedavg import FedAvg
+from fedbench.methods.fedcm import FedCM
+from fedbench.methods.feddyn import FedDyn
+from fedbench.methods.fedlga import FedLGA
+from fedbench.methods.fednova import FedNova
 from fedbench.methods.fedprox import FedProx
+from fedbench.methods.fedsam import FedSAM
+from fedbench.methods.fedsoftmax import FedMax, FedSoftMax
+from fedbench.methods.mimelite import MimeLite
+from fedbench.methods.scaffold import Scaffold
+from fedbench.methods.sfl import PFL, SFL
 
-METHODS: dict[str, type[Method]] = {m.name: m for m in (FedAvg, FedProx)}
+# order: the papers' main methods, then the FedLGA baselines, then the other papers' methods
+METHODS: dict[str, type[Method]] = {
+    m.name: m
+    for m in (
+        FedAvg,
+        FedProx,
+        FedLGA,
+        FedNova,
+        Scaffold,
+        FedDyn,
+        FedCM,
+        MimeLite,
+        FedSAM,
+        FedMax,
+        FedSoftMax,
+        SFL,
+        PFL,
+    )
+}
 
 
 def method_class(name: str) -> type[Method]:
@@ -45,7 +72,8 @@ def method_params(name: str, values: dict[str, Any]) -> Any:
 
 def describe_methods() -> list[dict[str, str]]:
     """One row per method: name, parameters with defaults, what each means (from the Params
-    dataclass fields' metadata "help") and the first line of the module's docstring."""
+    dataclass fields' metadata "help") and the first line of the class's docstring, else of the
+    module's."""
     import sys
 
     rows = []
@@ -56,7 +84,8 @@ def describe_methods() -> list[dict[str, str]]:
             if f.metadata.get("help"):
                 text += f" ({f.metadata['help']})"
             params.append(text)
-        doc = (sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
+        # a class docstring names one of several methods sharing a module
+        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
         rows.append(
             {"method": name, "parameters": "; ".join(params) or "–", "about": doc[0] if doc else ""}
         )

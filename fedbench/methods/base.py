@@ -13,7 +13,9 @@ evaluation). A method only says:
 - ``aggregate(ctx, res)``: the new global model from the local results, plus extra per-round
   records (scalars or lists) for rounds.parquet;
 - ``setup(setup)`` allocates persistent state (server state, per-device state [N, D]) and
-  ``state_dict``/``load_state_dict`` expose it for checkpoints.
+  ``state_dict``/``load_state_dict`` expose it for checkpoints;
+- ``check_config(params, cfg)`` (optional) rejects parameters that clash with the run's config
+  (e.g. FedMax(k) with k > K); RunConfig.validate() calls it.
 
 Parameters live in a frozen dataclass ``Params`` whose ``__post_init__`` rejects bad values with a
 one-line FedbenchError.
@@ -76,6 +78,8 @@ class LocalResult:
     mean_loss: torch.Tensor | None = None  # [K] mean mini-batch loss along the local path
     last_epoch_loss: torch.Tensor | None = None  # [K] mean loss over the last local epoch
     grad_evals: torch.Tensor | None = None  # [K] gradient evaluations (mini-batch passes)
+    # SFL only: the rows in the order they trained (each started from the previous one's model)
+    order: torch.Tensor | None = None
 
     @property
     def delta(self) -> torch.Tensor:
@@ -93,6 +97,10 @@ class Method:
 
     def __init__(self, params: Any):
         self.p = params
+
+    @classmethod
+    def check_config(cls, params: Any, cfg: RunConfig) -> None:
+        """Reject parameters that do not fit the run (one-line FedbenchError); default: none."""
 
     # ---- state ----
     def setup(self, setup: Setup) -> None:

@@ -2,6 +2,17 @@
 
 Local step (litian96/FedProx flearn/optimizer/pgd.py): w <- w - lr (grad f_B(w) + mu (w - w^t)).
 Aggregation: the p_i-weighted average of all K local models, partial work included.
+
+Extras (off by default):
+- adaptive=True (paper App. C.3.3, not in the code; spec §3.6): after each round the server
+  computes the global training loss (mean cross-entropy over all training samples) at the new
+  model; mu += 0.1 when it went up, mu -= 0.1 (not below 0) after 5 consecutive decreases. Round 1
+  compares with the loss at the initial model. An unchanged loss breaks a run of decreases without
+  raising mu. The starting mu is the `mu` parameter (the paper: 1 for IID, 0 for non-IID data).
+  Records `mu` (the value used in the round) and `global_train_loss`.
+- dissimilarity=True (trainers/fedprox.py, spec §3.7): every round, at the round's starting global
+  model, records "dissimilarity" = (1/N) sum_k |g - g_k|^2 over all N devices' full-batch
+  gradients, g = sum n_k g_k / sum n_k (fedbench.metrics.gradient_dissimilarity).
 """
 
 from __future__ import annotations
@@ -10,13 +21,31 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method
+from fedbench.metrics import gradient_dissimilarity
 
 
 @dataclass(frozen=True)
 class FedProxParams:
     mu: float = field(
         default=1.0,
-        metadata={"help": "proximal weight; FedProx grid {0.001,0.01,0.1,1}, FedLGA {0.1,0.5,1}"},
+        metadata={
+            "help": "proximal weight (the start value when adaptive); FedProx grid "
+            "{0.001,0.01,0.1,1}, FedLGA {0.1,0.5,1}"
+        },
+    )
+    adaptive: bool = field(
+        default=False,
+        metadata={
+            "help": "adapt mu (App. C.3.3): +0.1 when the global training loss rises, -0.1 after "
+            "5 consecutive decreases; start mu=1 (IID) or 0 (non-IID)"
+        },
+    )
+    dissimilarity: bool = field(
+        default=False,
+        metadata={
+            "help": "record (1/N) sum_k |g - g_k|^2 of the N devices' full-batch gradients "
+            "at w^t every round (costs a full pass over all data)"
+        },
     )
 
     def __post_init__(self):
@@ -24,12 +53,64 @@ class FedProxParams:
             raise FedbenchError(f"fedprox: mu must be >= 0, got {self.mu}")
 
 
+@dataclass
+class AdaptiveMu:
+    """FedProx's adaptive-mu rule, fed one global training loss per round."""
+
+    mu: float
+    prev_loss: float | None = None
+    n_down: int = 0  # consecutive decreases so far
+
+    def update(self, loss: float) -> float:
+        """Take the loss after a round; return mu for the next round."""
+        if self.prev_loss is not None:
+            if loss > self.prev_loss:
+                self.mu, self.n_down = round(self.mu + 0.1, 12), 0
+            elif loss < self.prev_loss:
+                self.n_down += 1
+                if self.n_down == 5:
+                    self.mu, self.n_down = max(0.0, round(self.mu - 0.1, 12)), 0
+            else:
+                self.n_down = 0
+        self.prev_loss = loss
+        return self.mu
+
+
 class FedProx(Method):
     name = "fedprox"
     Params = FedProxParams
 
+    def setup(self, setup):
+        super().setup(setup)
+        self.adaptive = AdaptiveMu(self.p.mu)
+
+    @property
+    def mu(self) -> float:
+        return self.adaptive.mu
+
+    def state_dict(self):
+        a = self.adaptive
+        return {"mu": a.mu, "prev_loss": a.prev_loss, "n_down": a.n_down}
+
+    def load_state_dict(self, state):
+        self.adaptive = AdaptiveMu(state["mu"], state["prev_loss"], state["n_down"])
+
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)
-        if self.p.mu:
-            g.add_(w - ctx.global_w, alpha=self.p.mu)
+        if self.mu:
+            g.add_(w - ctx.global_w, alpha=self.mu)
         return g
+
+    def aggregate(self, ctx, res):
+        new_w, rec = super().aggregate(ctx, res)
+        eng = ctx.engine
+        if self.p.dissimilarity:
+            rec["dissimilarity"] = gradient_dissimilarity(eng, ctx.global_w)
+        if self.p.adaptive:
+            x, y = eng.data.train_x, eng.data.train_y
+            rec["mu"] = self.mu
+            if self.adaptive.prev_loss is None:  # round 1 compares with the initial model
+                self.adaptive.update(eng.evaluate(x, y, w=ctx.global_w)[0])
+            rec["global_train_loss"] = eng.evaluate(x, y, w=new_w)[0]
+            self.adaptive.update(rec["global_train_loss"])
+        return new_w, rec

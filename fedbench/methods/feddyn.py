@@ -1,0 +1,74 @@
+"""FedDyn (Acar et al., ICLR 2021), in the form of the official code (alpemreacar/FedDyn).
+
+Local objective of device i (utils_general.train_feddyn_mdl, spec §4.3):
+  f_i(theta) + alpha_i <theta, L_i - theta^t> + ((alpha_i + wd) / 2) ||theta||^2,
+  alpha_i = alpha / (n_i / n_bar), n_bar = the mean device size over all N devices,
+so the local direction is grad f_i + alpha_i (L_i - theta^t) + alpha_i theta (the code puts
+alpha_i into the optimizer's weight decay; the engine adds cfg.weight_decay to the gradient).
+After training: L_i <- L_i + (theta_i - theta^t). Server: theta^{t+1} = mean_{i in S} theta_i +
+mean_{j in all N} L_j, an unweighted mean as in the code (cfg.aggregation is not used).
+
+Signs, checked against the paper. Paper: local objective L_i(theta) - <grad L_i(theta_i^{t-1}),
+theta> + (alpha/2) ||theta - theta^t||^2; state grad L_i(theta_i^t) = grad L_i(theta_i^{t-1}) -
+alpha (theta_i^t - theta^t); h^t = h^{t-1} - alpha (1/N) sum_S (theta_i^t - theta^t); theta^{t+1}
+= mean_S theta_i - h^t / alpha. With L_i = -grad L_i(theta_i^{prev}) / alpha (zeros at start):
+the local gradient is grad L_i + alpha L_i + alpha (theta - theta^t), the code's; the state
+update is L_i += theta_i - theta^t; h = -alpha mean_{all N} L_j, so theta^{t+1} = mean_S theta_i
++ mean_N L_j. The code's per-device alpha_i only changes the local step (L_i carries no alpha).
+
+Differences from the official code: the engine clips (cfg.grad_clip, the code uses 10) only the
+data gradient, before the FedDyn terms are added; the code clips the gradient of the whole loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from fedbench.errors import FedbenchError
+from fedbench.methods.base import Method
+
+
+@dataclass(frozen=True)
+class FedDynParams:
+    alpha: float = field(
+        default=0.01,
+        metadata={"help": "dynamic regulariser weight (> 0); FedLGA grid {0.1,0.01,0.001}"},
+    )
+
+    def __post_init__(self):
+        if not self.alpha > 0:
+            raise FedbenchError(
+                f"feddyn: alpha must be > 0 (the server step is theta = avg - h/alpha), "
+                f"got {self.alpha}"
+            )
+
+
+class FedDyn(Method):
+    name = "feddyn"
+    Params = FedDynParams
+
+    def setup(self, setup):
+        super().setup(setup)
+        self.L = torch.zeros(setup.num_clients, setup.dim, device=setup.device, dtype=setup.dtype)
+        sizes = setup.client_sizes.to(setup.dtype)
+        self.alpha_i = self.p.alpha * sizes.mean() / sizes  # [N]
+
+    def state_dict(self):
+        return {"L": self.L}
+
+    def load_state_dict(self, state):
+        self.L = state["L"].to(self.L)
+
+    def client_start(self, ctx):
+        a = self.alpha_i[ctx.clients].unsqueeze(1)
+        return {"feddyn_alpha": a, "feddyn_lin": a * (self.L[ctx.clients] - ctx.global_w)}
+
+    def local_step(self, ctx, w, grad_fn, local):
+        _, g = grad_fn(w)
+        return g.add_(local["feddyn_lin"]).addcmul_(local["feddyn_alpha"], w)
+
+    def aggregate(self, ctx, res):
+        self.L[ctx.clients] += res.delta
+        return res.w.mean(0) + self.L.mean(0), {}

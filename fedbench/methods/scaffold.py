@@ -1,0 +1,67 @@
+"""SCAFFOLD (Karimireddy et al., ICML 2020), option II control variates.
+
+Local step (spec §4.2): y <- y - lr (g - c_i + c), with g the engine's mini-batch gradient (weight
+decay and clipping included) and c_i, c frozen during the round.
+After local training, with K_i the SGD steps device i actually ran (partial work included) and
+eta_l = the round's lr:  c_i+ = c_i - c + (x - y_i) / (K_i eta_l).
+Server: x <- x + eta_g sum_i p_i (y_i - x) with p_i = ctx.weights (the paper's mean over S under
+aggregation=uniform), then c <- c + (1/N) sum_{i in S} (c_i+ - c_i), N = all devices.
+State: c [D] and c_i [N, D], zeros at the start; in round 1 SCAFFOLD is FedAvg.
+
+FedLGA's grid "local variance control c in {5, 10, 20}" (TCYB Table IV) has no clear meaning in
+SCAFFOLD: c is a control variate, not a hyperparameter. It cannot be reproduced (spec §7.6); this
+is standard option II with eta_g = 1. Unlike the FedDyn repository's baseline, c_i is not
+reweighted by n_i / n_bar and K_i is the real step count, not E ceil(n_bar / B).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from fedbench.errors import FedbenchError
+from fedbench.methods.base import Method, weighted_mean
+
+
+@dataclass(frozen=True)
+class ScaffoldParams:
+    eta_g: float = field(default=1.0, metadata={"help": "server learning rate; SCAFFOLD uses 1"})
+
+    def __post_init__(self):
+        if not self.eta_g > 0:
+            raise FedbenchError(f"scaffold: eta_g must be > 0, got {self.eta_g}")
+
+
+class Scaffold(Method):
+    name = "scaffold"
+    Params = ScaffoldParams
+
+    def setup(self, setup):
+        super().setup(setup)
+        self.c = torch.zeros(setup.dim, device=setup.device, dtype=setup.dtype)
+        self.c_i = torch.zeros(setup.num_clients, setup.dim, device=setup.device, dtype=setup.dtype)
+
+    def state_dict(self):
+        return {"c": self.c, "c_i": self.c_i}
+
+    def load_state_dict(self, state):
+        self.c = state["c"].to(self.c)
+        self.c_i = state["c_i"].to(self.c_i)
+
+    def client_start(self, ctx):
+        # the correction c - c_i of each sampled device; the engine slices it to the active rows
+        return {"scaffold_corr": self.c - self.c_i[ctx.clients]}
+
+    def local_step(self, ctx, w, grad_fn, local):
+        _, g = grad_fn(w)
+        return g.add_(local["scaffold_corr"])
+
+    def aggregate(self, ctx, res):
+        x, ids = ctx.global_w, ctx.clients
+        k_eta = (ctx.steps.to(res.w.dtype) * ctx.lr).unsqueeze(1)
+        c_old = self.c_i[ids]
+        c_new = c_old - self.c + (x - res.w) / k_eta
+        self.c = self.c + (c_new - c_old).sum(0) / self.n_clients
+        self.c_i[ids] = c_new
+        return x + self.p.eta_g * weighted_mean(res.delta, ctx.weights), {}
