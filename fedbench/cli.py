@@ -268,7 +268,7 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
     """
     import pandas as pd
 
-    from fedbench.config import build_config, parse_set
+    from fedbench.config import apply_overrides, parse_set
     from fedbench.data import load_arrays
     from fedbench.data.partition import partition_stats
     from fedbench.tables import console, rich_table
@@ -278,7 +278,9 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
         overrides["dataset"] = dataset
     if data_dir:
         overrides["data_dir"] = data_dir
-    cfg = build_config(preset, None, overrides)
+    from fedbench.presets import get_preset
+
+    cfg = apply_overrides(get_preset(preset or "default"), overrides).validate_data()
     _, train_y, _, test_y, parts, num_classes, info, _ = load_arrays(cfg)
     st = partition_stats(train_y, parts)
     df = pd.DataFrame(

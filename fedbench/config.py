@@ -151,8 +151,7 @@ class RunConfig:
 
     # ---- validation ----
     def validate(self) -> RunConfig:
-        _one_of("dataset", self.dataset, DATASETS)
-        _one_of("partition", self.partition, PARTITIONS)
+        self.validate_data()
         _one_of("model", self.model, MODELS)
         _one_of("init", self.init, ("default", "zeros"))
         _one_of("hetero", self.hetero, HETERO)
@@ -160,7 +159,6 @@ class RunConfig:
         _one_of("straggler_policy", self.straggler_policy, STRAGGLER_POLICIES)
         _one_of("aggregation", self.aggregation, AGGREGATIONS)
         _one_of("dtype", self.dtype, DTYPES)
-        _at_least("num_clients", self.num_clients, 1)
         _at_least("clients_per_round", self.clients_per_round, 1)
         if self.clients_per_round > self.num_clients:
             raise FedbenchError(
@@ -174,12 +172,8 @@ class RunConfig:
         _at_least("rounds", self.rounds, 1)
         _at_least("eval_every", self.eval_every, 1)
         _at_least("hidden", self.hidden, 1)
-        _at_least("classes_per_client", self.classes_per_client, 1)
         _positive("lr", self.lr)
         _positive("lr_decay", self.lr_decay)
-        _positive("dirichlet_alpha", self.dirichlet_alpha)
-        _one_of("normalize", self.normalize, NORMALIZE)
-        self._validate_data()
         _in_unit("rho", self.rho)
         _in_unit("stragglers", self.stragglers)
         _in_unit("momentum", self.momentum, closed_right=False)
@@ -214,8 +208,14 @@ class RunConfig:
         method_class(self.method).check_config(params, self)
         return self
 
-    def _validate_data(self) -> None:
-        """Dataset, partition and input-pipeline fields that depend on each other."""
+    def validate_data(self) -> RunConfig:
+        """The dataset, partition and input-pipeline fields (all `fedbench data` needs)."""
+        _one_of("dataset", self.dataset, DATASETS)
+        _one_of("partition", self.partition, PARTITIONS)
+        _one_of("normalize", self.normalize, NORMALIZE)
+        _at_least("num_clients", self.num_clients, 1)
+        _at_least("classes_per_client", self.classes_per_client, 1)
+        _positive("dirichlet_alpha", self.dirichlet_alpha)
         if self.dataset in NATURAL_DATASETS and self.partition != "natural":
             raise FedbenchError(
                 f"dataset {self.dataset} has its own per-device split; use partition=natural"
@@ -254,6 +254,7 @@ class RunConfig:
             raise FedbenchError("glove (GloVe vectors) applies to dataset=sent140 only")
         if self.coarse_labels and self.dataset != "cifar100":
             raise FedbenchError("coarse_labels applies to dataset=cifar100 only")
+        return self
 
 
 def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -288,15 +288,19 @@ def test_quadratic_groups_x_star(group, scale):
 def test_quadratic_round_by_hand():
     """Group 3, one local step, lr 0.1, from x = 10: device 1 (a=2/3, b=1) steps to
     10 - 0.1 (2 (2/3) 10 + 1) = 8.5667, device 2 (a=1/3, b=-1) to 10 - 0.1 (2 (1/3) 10 - 1)
-    = 9.4333; the equal-weight average is 9.0 and x* = 0."""
-    cfg = get_preset("sfl-quadratic")
-    cfg.quad_group, cfg.local_steps, cfg.rounds, cfg.device = 3, 1, 1, "cpu"
-    eng = Engine(cfg.validate())
-    assert eng.eval_record()["dist_to_opt"] == pytest.approx(10.0, abs=1e-12)
-    eng.run_round(1)
-    rec = eng.eval_record()
-    assert rec["dist_to_opt"] == pytest.approx(9.0, abs=1e-10)
-    assert "test_loss" not in rec and "test_acc" not in rec
+    = 9.4333. PFL averages them: 9.0. SFL chains them: 1 then 2 gives
+    8.5667 - 0.1 (2 (1/3) 8.5667 - 1) = 8.0956; 2 then 1 gives
+    9.4333 - 0.1 (2 (2/3) 9.4333 + 1) = 8.0756. x* = 0."""
+    for method, expect in (("pfl", [9.0]), ("sfl", [8.095555555555556, 8.075555555555556])):
+        cfg = get_preset("sfl-quadratic")
+        cfg.quad_group, cfg.local_steps, cfg.rounds, cfg.device = 3, 1, 1, "cpu"
+        cfg.method = method
+        eng = Engine(cfg.validate())
+        assert eng.eval_record()["dist_to_opt"] == pytest.approx(10.0, abs=1e-12)
+        eng.run_round(1)
+        rec = eng.eval_record()
+        assert min(abs(rec["dist_to_opt"] - e) for e in expect) < 1e-10, (method, rec)
+        assert "test_loss" not in rec and "test_acc" not in rec
 
 
 # ---------------------------------------------------------------- input pipeline

@@ -22,7 +22,7 @@ def quadratic_coeffs(group: int, b_scale: float = 1.0) -> list[tuple[float, floa
 def x_star(coeffs) -> float:
     a = sum(c[0] for c in coeffs)
     b = sum(c[1] for c in coeffs)
-    return -b / (2 * a)
+    return -b / (2 * a) + 0.0  # + 0.0: no "-0"
 
 
 def quadratic_problem(group: int, b_scale: float = 1.0):
