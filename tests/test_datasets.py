@@ -360,3 +360,23 @@ def test_engine_with_augmentation_is_deterministic(cifar10_dir):
     off = Engine(cfg.__class__(**{**cfg.to_dict(), "augment": False}))
     off.run_round(1)
     assert not torch.equal(off.w, runs[0][0])  # augmentation changes the batches
+
+
+def test_cinic_decoded_cache(cinic_dir, tmp_path, monkeypatch):
+    """Large splits are decoded once; a second load reads the cache without touching PIL."""
+    import PIL.Image
+
+    from fedbench.data import cinic
+
+    root, _ = cinic_dir
+    monkeypatch.setattr(cinic, "CACHE_MIN", 0)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = cinic.read_split(root / "CINIC-10" / "train")
+    assert len(list((tmp_path / "cache" / "fedbench" / "decoded").glob("*.npz"))) == 1
+
+    def no_decode(*a, **k):
+        raise AssertionError("decoded again")
+
+    monkeypatch.setattr(PIL.Image, "open", no_decode)
+    second = cinic.read_split(root / "CINIC-10" / "train")
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])

@@ -1,18 +1,25 @@
 """CINIC-10 from its image-folder layout: CINIC-10/{train,valid,test}/<class>/*.png, 10 class
 folders (sorted names give the labels, as torchvision's ImageFolder) of 32x32 PNGs. Decoded once
 at load time into uint8 [n, 3, 32, 32] (grayscale PNGs are converted to RGB, as ImageFolder's
-loader does). SFL uses train for the devices and test for evaluation (spec §5.2)."""
+loader does). SFL uses train for the devices and test for evaluation (spec §5.2).
+
+Decoding 90,000 PNGs takes a while, so a decoded split of at least CACHE_MIN images is kept in
+the cache folder (~/.cache/fedbench/decoded), keyed by the folder and every file's name, size
+and modification time: any change to the files decodes again."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
 
-from fedbench.data.locate import find_folder
+from fedbench.data.locate import cache_root, find_folder
 from fedbench.errors import FedbenchError
 
 CLASSES = 10
+CACHE_MIN = 1000  # images; smaller splits are decoded every time
 HOW_TO_GET = "download CINIC-10 (github.com/BayesWatch/cinic-10) and put CINIC-10/ in --data-dir"
 
 
@@ -28,22 +35,48 @@ def read_split(folder: Path) -> tuple[np.ndarray, np.ndarray]:
         raise FedbenchError(
             f"{folder}: found {len(class_dirs)} class folders; expected {CLASSES} (CINIC-10 layout)"
         )
+    files = [
+        (label, f) for label, cdir in enumerate(class_dirs) for f in sorted(cdir.glob("*.png"))
+    ]
+    cache = _cache_path(folder, files) if len(files) >= CACHE_MIN else None
+    if cache is not None and cache.is_file():
+        try:
+            with np.load(cache) as z:
+                return z["x"], z["y"]
+        except (OSError, ValueError, KeyError):
+            pass  # a broken cache file is decoded again and rewritten
     images, labels = [], []
-    for label, cdir in enumerate(class_dirs):
-        for f in sorted(cdir.glob("*.png")):
-            try:
-                with Image.open(f) as im:
-                    arr = np.asarray(im.convert("RGB"))
-            except Exception as e:
-                raise FedbenchError(f"{f}: cannot decode PNG ({type(e).__name__})") from None
-            if arr.shape != (32, 32, 3):
-                raise FedbenchError(f"{f}: image is {arr.shape[1]}x{arr.shape[0]}; expected 32x32")
-            images.append(arr)
-            labels.append(label)
+    for label, f in files:
+        try:
+            with Image.open(f) as im:
+                arr = np.asarray(im.convert("RGB"))
+        except Exception as e:
+            raise FedbenchError(f"{f}: cannot decode PNG ({type(e).__name__})") from None
+        if arr.shape != (32, 32, 3):
+            raise FedbenchError(f"{f}: image is {arr.shape[1]}x{arr.shape[0]}; expected 32x32")
+        images.append(arr)
+        labels.append(label)
     if not images:
         raise FedbenchError(f"{folder}: no PNG images found; expected <class>/*.png")
     x = np.stack(images).transpose(0, 3, 1, 2).copy()
-    return x, np.array(labels, dtype=np.int64)
+    y = np.array(labels, dtype=np.int64)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp.npz")
+            np.savez(tmp, x=x, y=y)
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # no cache (read-only home): decode next time
+    return x, y
+
+
+def _cache_path(folder: Path, files: list[tuple[int, Path]]) -> Path:
+    h = hashlib.sha256(str(folder.resolve()).encode())
+    for label, f in files:
+        st = f.stat()
+        h.update(f"{label}/{f.name}/{st.st_size}/{st.st_mtime_ns}|".encode())
+    return cache_root() / "decoded" / f"cinic10-{folder.name}-{h.hexdigest()[:16]}.npz"
 
 
 def load_cinic(data_dir: str | None):
