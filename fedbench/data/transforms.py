@@ -12,7 +12,7 @@ trains with it, and the same seed gives the same numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +37,7 @@ class ImagePipeline:
     padding: int = 4
     resize: int | None = None
     dtype: torch.dtype = torch.float32
+    _consts: dict = field(default_factory=dict, repr=False)  # (device) -> (mean, std) on it
 
     def describe(self) -> str:
         norm = "raw 0-255" if self.mean is None else f"normalize mean={self.mean} std={self.std}"
@@ -57,9 +58,7 @@ class ImagePipeline:
     def _finish(self, xb: torch.Tensor) -> torch.Tensor:
         x = xb.to(self.dtype)
         if self.mean is not None:
-            shape = (-1, 1, 1)
-            mean = torch.tensor(self.mean, dtype=self.dtype, device=x.device).view(shape) * 255
-            std = torch.tensor(self.std, dtype=self.dtype, device=x.device).view(shape) * 255
+            mean, std = self._on(x.device)
             x = (x - mean) / std
         if self.resize and x.shape[-1] != self.resize:
             lead = x.shape[:-3]
@@ -70,6 +69,15 @@ class ImagePipeline:
                 align_corners=False,
             ).view(*lead, x.shape[-3], self.resize, self.resize)
         return x
+
+    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """mean and std (scaled to 0-255) on the device, made once: no copy per batch."""
+        if device not in self._consts:
+            shape = (-1, 1, 1)
+            mean = torch.tensor(self.mean, dtype=self.dtype).view(shape) * 255
+            std = torch.tensor(self.std, dtype=self.dtype).view(shape) * 255
+            self._consts[device] = (mean.to(device), std.to(device))
+        return self._consts[device]
 
     def draw_augment(self, seed: int, r: int, clients, steps: int, batch: int, device):
         """Crop offsets and flips [K, steps, batch, 3] for one round, from each device's own
