@@ -380,3 +380,26 @@ def test_cinic_decoded_cache(cinic_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(PIL.Image, "open", no_decode)
     second = cinic.read_split(root / "CINIC-10" / "train")
     assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+
+
+def test_full_batch_grads_go_through_the_pipeline(cifar10_dir):
+    cfg = tiny_config(
+        dataset="cifar10",
+        partition="iid",
+        model="logreg",
+        num_clients=4,
+        clients_per_round=2,
+        augment=True,
+        resize=8,
+        dtype="float32",
+        data_dir=str(cifar10_dir),
+    ).validate()
+    eng = Engine(cfg)
+    loss, grad = eng.full_batch_grads(eng.w, torch.tensor([0, 3]))
+    assert grad.shape == (2, eng.model.dim) and torch.isfinite(loss).all()
+    x = eng.data.eval_transform(eng.data.train_x[eng.data.client_indices[3]]).unsqueeze(0)
+    y = eng.data.train_y[eng.data.client_indices[3]]
+    wt = torch.full((1, len(y)), 1.0 / len(y))
+    ref_loss, ref_grad = eng.model.loss_and_grad(eng.w.unsqueeze(0), x, y.unsqueeze(0), wt)
+    assert torch.allclose(loss[1], ref_loss[0], atol=1e-5)
+    assert torch.allclose(grad[1], ref_grad[0], atol=1e-5)

@@ -200,3 +200,24 @@ def test_data_stats_command():
     assert "| synthetic |" in r.output and "devices" in r.output and "30" in r.output
     r = CliRunner().invoke(cli, ["data", "stats", "mnist"], obj={})
     assert r.exit_code == 2 and "no natural split" in r.output
+
+
+@pytest.mark.parametrize(
+    "name", ["sfl-quadratic", "fedprox-synthetic-0.5-0.5", "fedsoftmax-mnist", "fedlga-fmnist"]
+)
+def test_presets_with_local_data_load(name):
+    """Presets whose data are here load and give the split they describe."""
+    from fedbench.data import load_arrays
+    from fedbench.errors import FedbenchError
+
+    cfg = get_preset(name).validate_data()
+    try:
+        train_x, train_y, _, _, parts, _, info, _ = load_arrays(cfg)
+    except FedbenchError as e:
+        if "not found" in str(e):
+            pytest.skip(f"{cfg.dataset} data absent: {e}")
+        raise
+    assert len(parts) == cfg.num_clients and info["description"]
+    if name == "fedsoftmax-mnist":
+        assert float(train_x.max()) == 255.0  # raw pixels, as the authors' code
+        assert min(len(p) for p in parts) >= 1000  # 60 shards of 1000 over 50 devices
