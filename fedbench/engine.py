@@ -189,7 +189,6 @@ class Engine:
             if fused:
                 with torch.no_grad():
                     step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay)
-                grad_evals[:ka] += 1
                 continue
             lk = {name: t[:ka] for name, t in local.items()}
             first = []
@@ -212,6 +211,8 @@ class Engine:
                     d = lk["_momentum"].mul_(mom).add_(d)
                 wk.sub_(d, alpha=lr)
             step_loss[:ka, s] = first[0]
+        if fused:  # one gradient evaluation per step
+            grad_evals = plan.steps.to(self.device)
         mean_loss, last_loss = self._loss_summaries(plan, step_loss)
         return LocalResult(
             w=w,
