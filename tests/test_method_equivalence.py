@@ -1,4 +1,4 @@
-"""Without heterogeneity the heterogeneity-aware methods reduce to FedAvg, on the real engine path."""
+"""Without heterogeneity the heterogeneity-aware methods reduce to FedAvg (real engine path)."""
 
 import math
 
