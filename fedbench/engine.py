@@ -19,7 +19,7 @@ from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
 from fedbench.hetero import sample_work
-from fedbench.methods import LocalResult, Method, RoundContext, Setup, build_method
+from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.models import build_model
 
 
@@ -178,9 +178,9 @@ class Engine:
         grad_evals = torch.zeros(k, dtype=torch.long, device=self.device)
         x_all, y_all = self.data.train_x, self.data.train_y
         lr, mom = ctx.lr, cfg.momentum
-        # plain SGD (the method keeps the default local step, no momentum, no clipping): the
+        # plain SGD (method.plain_local_sgd, no momentum, no clipping): the
         # model may fuse gradient and update (BatchedMLP.sgd_step)
-        fused = type(method).local_step is Method.local_step and not mom and cfg.grad_clip is None
+        fused = method.plain_local_sgd and not mom and cfg.grad_clip is None
         for s in range(s_max):
             ka = active[s]
             wk = w[:ka]
