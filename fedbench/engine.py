@@ -19,7 +19,7 @@ from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
 from fedbench.hetero import sample_work
-from fedbench.methods import LocalResult, Method, RoundContext, Setup, build_method
+from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.models import build_model
 
 
@@ -180,9 +180,9 @@ class Engine:
         # input pipeline: per-sample augmentation draws of this round, from each device's stream
         aug = self.data.draw_augment(cfg.seed, ctx.round, plan.clients, s_max, cfg.batch_size)
         lr, mom = ctx.lr, cfg.momentum
-        # plain SGD (the method keeps the default local step, no momentum, no clipping): the
+        # plain SGD (method.plain_local_sgd, no momentum, no clipping): the
         # model may fuse gradient and update (BatchedMLP.sgd_step)
-        fused = type(method).local_step is Method.local_step and not mom and cfg.grad_clip is None
+        fused = method.plain_local_sgd and not mom and cfg.grad_clip is None
         for s in range(s_max):
             ka = active[s]
             wk = w[:ka]
@@ -192,7 +192,6 @@ class Engine:
             if fused:
                 with torch.no_grad():
                     step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay)
-                grad_evals[:ka] += 1
                 continue
             lk = {name: t[:ka] for name, t in local.items()}
             first = []
@@ -215,6 +214,8 @@ class Engine:
                     d = lk["_momentum"].mul_(mom).add_(d)
                 wk.sub_(d, alpha=lr)
             step_loss[:ka, s] = first[0]
+        if fused:  # one gradient evaluation per step
+            grad_evals = plan.steps.to(self.device)
         mean_loss, last_loss = self._loss_summaries(plan, step_loss)
         return LocalResult(
             w=w,

@@ -113,6 +113,13 @@ class Method:
         pass
 
     # ---- device side ----
+    @property
+    def plain_local_sgd(self) -> bool:
+        """True when this round's local step is plain SGD on the gradient; the engine may then
+        fuse gradient and update (see BatchedMLP.sgd_step). Methods whose extra local term can
+        be switched off (FedProx's mu = 0) override this."""
+        return type(self).local_step is Method.local_step
+
     def client_start(self, ctx: RoundContext) -> dict[str, torch.Tensor]:
         return {}
 

@@ -86,6 +86,10 @@ class FedNova(Method):
     def load_state_dict(self, state):
         self.buf = state["server_momentum"].to(self.buf)
 
+    @property
+    def plain_local_sgd(self) -> bool:
+        return self.p.mu == 0
+
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)
         if self.p.mu:

@@ -95,6 +95,10 @@ class FedProx(Method):
     def load_state_dict(self, state):
         self.adaptive = AdaptiveMu(state["mu"], state["prev_loss"], state["n_down"])
 
+    @property
+    def plain_local_sgd(self) -> bool:
+        return self.mu == 0  # mu may change round to round when adaptive
+
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)
         if self.mu:
