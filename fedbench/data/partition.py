@@ -184,9 +184,10 @@ def imbalanced_shards(
         raise FedbenchError(f"imbalance: small devices would hold {m_small} < P samples")
     sizes = np.where(large, m_large, m_small)
     # sub-shards: (device, size), dealt in a random order along the label-sorted data
-    subs = [
-        (cid, len(s)) for cid in range(num_clients) for s in np.array_split(np.empty(sizes[cid]), p)
-    ]
+    subs = []  # (device, sub-shard size): P near-equal parts of each device's size
+    for cid in range(num_clients):
+        q, r = divmod(int(sizes[cid]), p)
+        subs += [(cid, q + (j < r)) for j in range(p)]
     order = rng.permutation(len(subs))
     sorted_idx = np.argsort(labels, kind="stable")
     out: list[list[np.ndarray]] = [[] for _ in range(num_clients)]
