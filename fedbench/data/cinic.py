@@ -24,7 +24,10 @@ HOW_TO_GET = "download CINIC-10 (github.com/BayesWatch/cinic-10) and put CINIC-1
 
 
 def _has_splits(d: Path) -> bool:
-    return (d / "train").is_dir() and (d / "test").is_dir()
+    """train/ and test/ folders, train/ with 10 class folders (not, say, LEAF's train/)."""
+    if not ((d / "train").is_dir() and (d / "test").is_dir()):
+        return False
+    return sum(p.is_dir() for p in (d / "train").iterdir()) == CLASSES
 
 
 def read_split(folder: Path) -> tuple[np.ndarray, np.ndarray]:
