@@ -8,6 +8,13 @@ round is timed the same way against FedAvg's.
     python benchmarks/engine_speed.py                       # FedLGA-FMNIST round, 2 threads
     python benchmarks/engine_speed.py --rounds 8 --methods fedlga,scaffold,fedsam
     python benchmarks/engine_speed.py --device cuda --threads 0
+    python benchmarks/engine_speed.py --model resnet20 --rounds 3 --set local_steps=2
+    python benchmarks/engine_speed.py --model vgg9 --rounds 3 --set local_steps=2
+    python benchmarks/engine_speed.py --layout        # grouped conv vs vmap, K=10, B=10/20
+
+--model (cnn, resnet20, vgg9, resnet18, charlstm, sentlstm) replaces the preset's data with random
+tensors of the model's input shape (CIFAR 3x32x32, MNIST 1x28x28, 80 or 25 token ids), since
+the real datasets may be absent: K=10 devices of 500 samples each, B=20, SGD.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import time
 import torch
 
 from fedbench.config import build_config
-from fedbench.devices import synchronize
+from fedbench.data import FederatedData
+from fedbench.devices import generator, synchronize
 from fedbench.engine import Engine
 from fedbench.methods import METHODS
 from fedbench.reference import client_batches, reference_local
@@ -77,6 +85,80 @@ def compare(label: str, fa, fb, rounds: int) -> None:
     )
 
 
+# input shape, classes, integer vocabulary (None: float images) of --model's random data
+RANDOM_DATA = {
+    "cnn": ((1, 28, 28), 10, None),
+    "resnet20": ((3, 32, 32), 10, None),
+    "vgg9": ((3, 32, 32), 10, None),
+    "resnet18": ((3, 32, 32), 10, None),
+    "charlstm": ((80,), 80, 80),
+    "sentlstm": ((25,), 2, 10000),
+}
+
+
+def random_data(model: str, num_clients: int, per_client: int = 500) -> FederatedData:
+    """Random data shaped like the model's dataset, split into equal devices."""
+    shape, classes, vocab = RANDOM_DATA[model]
+    g = generator(0, "bench-data")
+    n = num_clients * per_client
+    if vocab is None:
+        x = torch.randn(n, *shape, generator=g)
+    else:
+        x = torch.randint(0, vocab, (n, *shape), generator=g)
+    y = torch.randint(0, classes, (n,), generator=g)
+    idx = list(torch.arange(n).view(num_clients, per_client))
+    info = {"description": f"random {model} data"} | ({"vocab_size": vocab} if vocab else {})
+    return FederatedData(x, y, x[:1000], y[:1000], idx, classes, info)
+
+
+def layout_speed(reps: int = 7) -> None:
+    """One loss_and_grad (forward + backward) of K=10 conv nets: grouped convolutions vs
+    vmap(functional_call), and K separate nn.Modules for scale; the three alternate rep by rep
+    (this machine is shared) and we print the medians."""
+    from fedbench.models import BatchedResNet20, BatchedVGG9
+
+    print(f"{'model':<16} {'B':>3} {'grouped':>9} {'vmap':>9} {'K modules':>10}  vmap/grouped")
+    for model in (BatchedResNet20(), BatchedVGG9()):
+        k = 10
+        w = torch.stack([model.init(generator(0, "init", i)) for i in range(k)])
+        buf = model.init_buffers().expand(k, -1).clone() if model.buffer_dim else None
+        kw = {"buffers": buf} if model.buffer_dim else {}
+        nets = [model.to_module(w[i]).train() for i in range(k)]
+        for bsz in (10, 20):
+            x = torch.randn(k, bsz, 3, 32, 32)
+            y = torch.randint(0, 10, (k, bsz))
+            wt = torch.full((k, bsz), 1.0 / bsz)
+
+            def grouped():
+                model.loss_and_grad(w, x, y, wt, **kw)
+
+            def vmapped():
+                leaves = [p.detach().requires_grad_(True) for p in model.unflatten(w)]
+                logits = model.forward_vmap(leaves, x, buf)
+                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+                torch.autograd.grad(loss * k, leaves)
+
+            def modules():
+                for i, net in enumerate(nets):
+                    loss = torch.nn.functional.cross_entropy(net(x[i]), y[i])
+                    torch.autograd.grad(loss, list(net.parameters()))
+
+            fns = {"grouped": grouped, "vmap": vmapped, "modules": modules}
+            times: dict[str, list[float]] = {name: [] for name in fns}
+            for fn in fns.values():
+                fn()  # warm-up
+            for _ in range(reps):
+                for name, fn in fns.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - t0)
+            med = {name: statistics.median(ts) for name, ts in times.items()}
+            print(
+                f"{type(model).__name__:<16} {bsz:>3} {med['grouped']:8.3f}s {med['vmap']:8.3f}s "
+                f"{med['modules']:9.3f}s  {med['vmap'] / med['grouped']:.2f}x"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--preset", default="fedlga-fmnist")
@@ -86,15 +168,28 @@ def main() -> None:
     ap.add_argument("--methods", default="", help="also time these methods against fedavg")
     ap.add_argument("--no-loop", action="store_true", help="skip the per-client loop comparison")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--model", choices=sorted(RANDOM_DATA), help="this model on random data")
+    ap.add_argument("--layout", action="store_true", help="grouped conv vs vmap, then exit")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.layout:
+        layout_speed()
+        return
     overrides = dict(s.split("=", 1) for s in args.sets)
+    data = None
+    if args.model:
+        base = dict(model=args.model, num_clients=10, clients_per_round=10, batch_size=20)
+        base.update({"hetero": "none", "lr": 0.01, "dtype": "float32"})
+        overrides = {**base, **overrides}
     overrides.update(device=args.device, method="fedavg")
     cfg = build_config(args.preset, None, overrides)
-    eng = Engine(cfg)
+    if args.model:
+        data = random_data(args.model, cfg.num_clients)
+    eng = Engine(cfg, data)
+    label = f"random {args.model} data" if args.model else args.preset
     print(
-        f"# {args.preset}: N={cfg.num_clients} K={cfg.clients_per_round} E={cfg.local_epochs} "
+        f"# {label}: N={cfg.num_clients} K={cfg.clients_per_round} E={cfg.local_epochs} "
         f"B={cfg.batch_size} model={cfg.model} D={eng.model.dim} hetero={cfg.hetero} "
         f"device={eng.device} threads={torch.get_num_threads()}"
     )

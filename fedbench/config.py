@@ -48,7 +48,18 @@ PARTITIONS = (
     "handpick",
 )
 NORMALIZE = ("dataset", "imagenet", "none")
-MODELS = ("logreg", "mlp", "quadratic")
+MODELS = (
+    "logreg",
+    "mlp",
+    "quadratic",
+    "cnn",
+    "resnet20",
+    "vgg9",
+    "resnet18",
+    "charlstm",
+    "sentlstm",
+)
+NORMS = ("bn", "gn")
 HETERO = ("none", "fedlga", "stragglers")
 STRAGGLER_EPOCHS = ("code", "paper")
 STRAGGLER_POLICIES = ("partial", "drop", "drop-fedavg")
@@ -93,6 +104,7 @@ class RunConfig:
     model: str = "logreg"
     hidden: int = 400
     init: str = "default"  # default (torch's nn.Linear init) | zeros (FedProx's TF code)
+    norm: str = "bn"  # resnet20's normalization: bn (BatchNorm, Hsieh et al.) | gn (GroupNorm)
     # federation
     num_clients: int = 30
     clients_per_round: int = 10
@@ -154,6 +166,7 @@ class RunConfig:
         self.validate_data()
         _one_of("model", self.model, MODELS)
         _one_of("init", self.init, ("default", "zeros"))
+        _one_of("norm", self.norm, NORMS)
         _one_of("hetero", self.hetero, HETERO)
         _one_of("straggler_epochs", self.straggler_epochs, STRAGGLER_EPOCHS)
         _one_of("straggler_policy", self.straggler_policy, STRAGGLER_POLICIES)

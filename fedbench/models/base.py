@@ -26,18 +26,35 @@ class Slot:
         return prod(self.shape)
 
 
+def _layout(shapes: list[tuple[str, tuple[int, ...]]]) -> tuple[list[Slot], int]:
+    slots, offset = [], 0
+    for name, shape in shapes:
+        slots.append(Slot(name, tuple(shape), offset))
+        offset += prod(shape)
+    return slots, offset
+
+
 class BatchedModel:
     """Subclasses declare their slots (names and shapes, in nn.Module's state_dict order) and
     implement forward(params, x [k, B, ...]) -> logits [k, B, C], where params holds one tensor
-    [k, *shape] per slot, and module()."""
+    [k, *shape] per slot, and module().
 
-    def __init__(self, shapes: list[tuple[str, tuple[int, ...]]]):
-        slots, offset = [], 0
-        for name, shape in shapes:
-            slots.append(Slot(name, tuple(shape), offset))
-            offset += prod(shape)
-        self.slots = slots
-        self.dim = offset
+    Models with state that is not trained by gradients (BatchNorm's running statistics) also
+    declare buffer slots: K copies are a flat [K, Db] tensor laid out like the parameters. Such
+    models take `buffers=` in loss_and_grad (per-device [k, Db], updated in place in train mode)
+    and predict (eval mode); the engine keeps the global buffers and averages them each round.
+    Models without buffers (buffer_dim == 0) are never passed any."""
+
+    buffer_slots: list[Slot] = []
+    buffer_dim: int = 0
+
+    def __init__(self, shapes: list[tuple[str, tuple[int, ...]]], buffer_shapes=()):
+        self.slots, self.dim = _layout(shapes)
+        self.buffer_slots, self.buffer_dim = _layout(list(buffer_shapes))
+
+    def init_buffers(self, dtype=torch.float32) -> torch.Tensor:
+        """Initial flat buffers [Db] (as a fresh nn.Module has them)."""
+        return torch.zeros(0, dtype=dtype)
 
     def view(self, w: torch.Tensor, slot: Slot) -> torch.Tensor:
         """Slot of each of the k models in w [k, D], shaped [k, *shape] (no copy)."""
@@ -93,12 +110,23 @@ class BatchedModel:
         """The plain nn.Module this model batches (for reference loops and tests)."""
         raise NotImplementedError
 
-    def to_module(self, w: torch.Tensor) -> nn.Module:
+    def to_module(self, w: torch.Tensor, buffers: torch.Tensor | None = None) -> nn.Module:
+        """The nn.Module with parameters w [D] (and buffers [Db], default: init_buffers())."""
         m = self.module().to(dtype=w.dtype, device=w.device)
-        state = {s.name: w[s.offset : s.offset + s.numel].view(s.shape).clone() for s in self.slots}
-        m.load_state_dict(state)
+        state = m.state_dict()  # keeps what no slot covers (BatchNorm's num_batches_tracked)
+        state.update({s.name: w[s.offset : s.offset + s.numel].view(s.shape) for s in self.slots})
+        if self.buffer_dim:
+            b = self.init_buffers(w.dtype).to(w.device) if buffers is None else buffers
+            for s in self.buffer_slots:
+                state[s.name] = b[s.offset : s.offset + s.numel].view(s.shape)
+        m.load_state_dict({k: v.clone() for k, v in state.items()})
         return m
 
     def from_module(self, m: nn.Module) -> torch.Tensor:
         sd = m.state_dict()
         return torch.cat([sd[s.name].reshape(-1) for s in self.slots])
+
+    def buffers_from_module(self, m: nn.Module) -> torch.Tensor:
+        sd = m.state_dict()
+        parts = [sd[s.name].reshape(-1) for s in self.buffer_slots]
+        return torch.cat(parts) if parts else torch.zeros(0)

@@ -1,0 +1,90 @@
+"""Layers of k models at once, for the conv nets and LSTMs.
+
+Conv nets run in the grouped layout: the k devices' activations are stacked along channels,
+h [B, k*C, H, W], and a conv layer is one F.conv2d with groups=k (device j's input channels only
+meet device j's filters). BatchNorm on that layout computes per-channel statistics over the batch
+and space, i.e. per device, and GroupNorm with k*G groups normalizes each device's G groups; so a
+batch of k models is one ordinary network k times wider. (The alternative, torch.func.vmap over
+functional_call, is measured in fedbench/models/convnets.py's docstring.)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def pack(x: torch.Tensor) -> torch.Tensor:
+    """[k, B, C, H, W] -> grouped layout [B, k*C, H, W]."""
+    k, b = x.shape[:2]
+    return x.transpose(0, 1).reshape(b, k * x.shape[2], *x.shape[3:])
+
+
+def unpack(h: torch.Tensor, k: int) -> torch.Tensor:
+    """Grouped [B, k*C, ...] -> [k, B, C*...] (each device's features flattened like nn.Flatten)."""
+    return h.reshape(h.shape[0], k, -1).transpose(0, 1)
+
+
+def conv2d(h, weight, bias=None, stride: int = 1, padding: int = 0) -> torch.Tensor:
+    """weight [k, O, C, kh, kw], bias [k, O] or None."""
+    k, o = weight.shape[:2]
+    b = None if bias is None else bias.reshape(k * o)
+    return F.conv2d(h, weight.reshape(k * o, *weight.shape[2:]), b, stride, padding, groups=k)
+
+
+def batch_norm(h, weight, bias, running_mean=None, running_var=None, train: bool = True,
+               momentum: float = 0.1, eps: float = 1e-5) -> torch.Tensor:  # fmt: skip
+    """BatchNorm2d of each device; weight/bias [k, C]; running_mean/var [k, C] views into the
+    device buffers (updated in place in train mode, as nn.BatchNorm2d does; None: batch
+    statistics only, nothing recorded)."""
+    k, c = weight.shape
+    if running_mean is None:
+        if not train:
+            raise ValueError("batch_norm in eval mode needs running statistics")
+        return F.batch_norm(h, None, None, weight.reshape(-1), bias.reshape(-1), True, 0.0, eps)
+    rm = running_mean.reshape(k * c).clone()  # F.batch_norm updates contiguous stats in place
+    rv = running_var.reshape(k * c).clone()
+    out = F.batch_norm(h, rm, rv, weight.reshape(-1), bias.reshape(-1), train, momentum, eps)
+    if train:
+        running_mean.copy_(rm.view(k, c))
+        running_var.copy_(rv.view(k, c))
+    return out
+
+
+def group_norm(h, groups: int, weight, bias, eps: float = 1e-5) -> torch.Tensor:
+    """GroupNorm(groups, C) of each device; weight/bias [k, C]."""
+    return F.group_norm(h, weight.shape[0] * groups, weight.reshape(-1), bias.reshape(-1), eps)
+
+
+def linear(z, weight, bias=None) -> torch.Tensor:
+    """z [k, B, in], weight [k, out, in], bias [k, out] -> [k, B, out]."""
+    if bias is None:
+        return torch.bmm(z, weight.transpose(1, 2))
+    return torch.baddbmm(bias.unsqueeze(1), z, weight.transpose(1, 2))
+
+
+def embedding(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """x [k, B, L] int64 ids, table [k, V, E] -> [k, B, L, E]: one lookup in the stacked tables."""
+    k, v = table.shape[:2]
+    offset = torch.arange(k, device=x.device).view(k, 1, 1) * v
+    return F.embedding(x + offset, table.reshape(k * v, -1))
+
+
+def lstm_layer(x, w_ih, w_hh, b_ih, b_hh) -> torch.Tensor:
+    """One nn.LSTM layer (gate order i, f, g, o; zero initial state) for k models:
+    x [k, B, L, I], w_ih [k, 4H, I], w_hh [k, 4H, H], biases [k, 4H] -> outputs [k, B, L, H]."""
+    k, b, steps, _ = x.shape
+    hid = w_hh.shape[2]
+    # input projections of all time steps at once; only h @ W_hh is sequential
+    xi = torch.matmul(x, w_ih.transpose(1, 2).unsqueeze(1)) + (b_ih + b_hh)[:, None, None, :]
+    h = x.new_zeros(k, b, hid)
+    c = x.new_zeros(k, b, hid)
+    w_hh_t = w_hh.transpose(1, 2)
+    outs = []
+    for t in range(steps):
+        gates = torch.baddbmm(xi[:, :, t], h, w_hh_t)
+        i, f, g, o = gates.chunk(4, dim=2)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        outs.append(h)
+    return torch.stack(outs, 2)
