@@ -325,8 +325,9 @@ def build_config(
     preset: str | None = None,
     toml_path: str | None = None,
     overrides: dict[str, Any] | None = None,
+    validate: bool = True,
 ) -> RunConfig:
-    """preset, then TOML file, then key=value overrides; validated."""
+    """preset, then TOML file, then key=value overrides; validated (unless asked not to)."""
     from fedbench.presets import get_preset
 
     cfg = get_preset(preset) if preset else get_preset("default")
@@ -337,4 +338,4 @@ def build_config(
         cfg = apply_overrides(cfg, file_values)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
-    return cfg.validate()
+    return cfg.validate() if validate else cfg

@@ -119,7 +119,7 @@ def grid_configs(
         preset = preset_for_dataset(dataset)
     if dataset:
         sets["dataset"] = dataset
-    base = build_config(preset, config_file, sets)
+    base = build_config(preset, config_file, sets, validate=False)
     methods = methods or [base.method]
     for m in methods:
         method_class(m)  # one-line error for an unknown method
