@@ -10,6 +10,13 @@ import click
 from fedbench.errors import FedbenchError
 
 
+def escape(text: str) -> str:
+    """Text for rich's markup (paths and messages may hold [brackets])."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
+
+
 class FedbenchGroup(click.Group):
     """Turns every user mistake into one line (exit 2) and any other failure into one line
     (exit 1) unless --debug asks for the traceback."""
@@ -369,7 +376,7 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
     result = evaluate_table(spec, results, sel, on_error=on_error, spread=spread)
     err = Console(stderr=True)
     for p in result.problems:
-        err.print(f"[yellow]skipped:[/] {p}")
+        err.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
     if fmt == "rich":
         c = console()
         c.print(rich_paper_table(result))
@@ -398,7 +405,7 @@ def _table_summary(results, fmt, out, on_error):
     df, problems = load_summaries(Path(results), on_error=on_error)
     err = Console(stderr=True)
     for p in problems:
-        err.print(f"[yellow]skipped:[/] {p}")
+        err.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
     if df.empty:
         raise FedbenchError(f"no readable runs in {results}; run fedbench train first")
     df = df[SUMMARY_COLUMNS].sort_values(["dataset", "method", "method_params", "seed"])
@@ -601,9 +608,11 @@ def sweep(
     plan.unavailable = unavailable
     err = Console(stderr=True)
     for reason, n in unavailable.items():
-        err.print(f"[yellow]unavailable ({n} cells):[/] {reason}", highlight=False)
+        err.print(
+            f"[yellow]unavailable ({n} cells):[/] {escape(reason)}", highlight=False, soft_wrap=True
+        )
     for p in plan.problems:
-        err.print(f"[yellow]rerunning:[/] {p}", highlight=False)
+        err.print(f"[yellow]rerunning:[/] {escape(p)}", highlight=False, soft_wrap=True)
     click.echo(
         f"{label}: {plan.total} runs; {len(plan.done)} already done, {len(plan.todo)} to run"
         + (f", {len(plan.busy)} running elsewhere" if plan.busy else "")

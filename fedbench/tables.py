@@ -321,6 +321,9 @@ def evaluate_table(
             means = [None if isinstance(m, float) and math.isinf(m) else m for m in means]
             res.mean = c.derived.fn(*means)
             res.status = "ok" if res.mean is not None else "missing"
+            na = [s for s in srcs if s is not None and s.status == "unavailable"]
+            if res.mean is None and na:
+                res.status, res.note = "unavailable", na[0].note
         if c.paper is not None:
             res.paper = lookup(c.paper, c.dataset)
     out.problems = index.problems
@@ -335,9 +338,10 @@ def _digits(res: CellResult) -> int:
 
 
 def _num(v: float, d: int) -> str:
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1):
-        return f"{v:.0f}" if d <= 1 or float(v).is_integer() else f"{v:.{d}f}"
-    return f"{v:.{d}f}" if abs(v) >= 10 ** (-d) or v == 0 else f"{v:.2e}"
+    """Fixed decimals per metric; tiny magnitudes (|x - x*| near 0) in scientific notation."""
+    if v != 0 and abs(v) < 10 ** (-d):
+        return f"{v:.2e}"
+    return f"{v:.{d}f}"
 
 
 def ours_text(res: CellResult, spread: str) -> str:
@@ -444,7 +448,9 @@ def render_paper_table(result: TableResult, fmt: str, header: list[str]) -> str:
     notes = table_notes(result)
     title = f"{result.spec.source}: {result.spec.title}"
     if fmt == "md":
-        body = tabulate(df, headers="keys", tablefmt="github", showindex=False)
+        body = tabulate(
+            df, headers="keys", tablefmt="github", showindex=False, disable_numparse=True
+        )
         return (
             "".join(f"<!-- {h} -->\n" for h in header)
             + f"**{title}**\n\n{body}\n\n"
@@ -462,12 +468,18 @@ def render_paper_table(result: TableResult, fmt: str, header: list[str]) -> str:
     raise ValueError(fmt)
 
 
+def _clean(v):
+    """Floats rounded to 10 significant digits (no 55.00000000000001 in the csv)."""
+    return float(f"{v:.10g}") if isinstance(v, float) else v
+
+
 def long_frame(result: TableResult) -> pd.DataFrame:
     """One line per cell, numbers unformatted (the csv format)."""
     rows = []
     for r in result.cells:
         c = r.cell
         num = r.mean if not isinstance(r.mean, float) or not math.isinf(r.mean) else None
+        num, low, high, diff = (_clean(v) for v in (num, r.low, r.high, r.diff))
         rows.append(
             {
                 "dataset": c.dataset,
@@ -475,14 +487,14 @@ def long_frame(result: TableResult) -> pd.DataFrame:
                 "col": c.col,
                 "metric": c.metric or c.kind,
                 "ours": num,
-                "low": r.low,
-                "high": r.high,
+                "low": low,
+                "high": high,
                 "runs": r.n,
                 "expected": r.expected,
                 "not_reached": r.not_reached,
                 "status": r.status,
                 "paper": None if r.paper is None else r.paper.value,
-                "diff": r.diff,
+                "diff": diff,
                 "note": r.note,
             }
         )

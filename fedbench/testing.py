@@ -3,6 +3,7 @@ summary, rounds.parquet), with made-up curves, written in milliseconds."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 
 import fedbench
 from fedbench.config import RunConfig
-from fedbench.results import atomic_write_json, atomic_write_parquet, summarize
+from fedbench.results import summarize
 
 
 def fake_rounds(
@@ -53,7 +54,8 @@ def write_fake_run(
     """results/<run_id>/{run.json, rounds.parquet} as the runner writes them."""
     rounds = fake_rounds(cfg.rounds) if rounds is None else rounds
     run_dir = Path(results) / cfg.run_id()
-    atomic_write_parquet(run_dir / "rounds.parquet", rounds)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    rounds.to_parquet(run_dir / "rounds.parquet", index=False)  # no fsync: fake data, fast
     meta = {
         "run_id": cfg.run_id(),
         "config": cfg.to_dict(),
@@ -70,7 +72,7 @@ def write_fake_run(
     }
     if error:
         meta["error"] = error
-    atomic_write_json(run_dir / "run.json", meta)
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     return run_dir
 
 
