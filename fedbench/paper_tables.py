@@ -42,6 +42,8 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
     "IID": {"partition": "iid"},
 }
 LOCAL_ACC_COLUMNS = ("local_acc", "train_acc", "test_acc")  # smoothness curve, first present
+SFL_MODELS = ("vgg9", "resnet18")  # model names of SFL's VGG-9 and ResNet-18 (spec §5.2)
+SFL_CLASSES = "P"  # the field giving each client's C classes in SFL's extended Dirichlet split
 
 # ---------------------------------------------------------------- building blocks
 
@@ -574,7 +576,7 @@ QUAD_SEEDS = (1, 12, 123, 1234, 12345)
 
 def _sfl(ds: str) -> list[Cell]:
     out = []
-    for model in ("vgg9", "resnet18"):
+    for model in SFL_MODELS:
         for m in ("pfl", "sfl"):
             for c in (1, 2):
                 for k, lr in zip(SFL_K, SFL_LR[(ds, model, m, c)]):
@@ -595,7 +597,7 @@ def _sfl(ds: str) -> list[Cell]:
                             ref,
                             method=m,
                             model=model,
-                            P=c,
+                            **{SFL_CLASSES: c},
                             local_steps=k,
                             lr=lr,
                             grad_clip=SFL_CLIP[m],

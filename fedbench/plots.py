@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from fedbench.errors import FedbenchError  # noqa: E402
-from fedbench.results import read_run, run_dirs  # noqa: E402
+from fedbench.results import _failed_before_training, read_run, run_dirs  # noqa: E402
 
 METRICS = ("test_acc", "test_loss", "train_loss", "local_loss")
 
@@ -31,6 +31,8 @@ def plot_curves(results: Path, out: Path, metric: str = "test_acc") -> list[Path
         raise FedbenchError(f"no runs in {results}; run fedbench train first")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for d in dirs:
+        if _failed_before_training(d) is not None:
+            continue
         meta, rounds = read_run(d)
         if metric not in rounds:
             continue

@@ -103,6 +103,18 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
     return meta, rounds
 
 
+def _failed_before_training(run_dir: Path) -> dict | None:
+    """run.json of a run that failed before writing any rounds (e.g. its dataset is missing):
+    a record to list, not a corrupt one."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("status") == "failed" and not (run_dir / "rounds.parquet").exists():
+        return meta
+    return None
+
+
 def run_dirs(results: Path) -> list[Path]:
     if not results.is_dir():
         raise FedbenchError(f"results directory {results} does not exist; run fedbench train first")
@@ -119,10 +131,13 @@ def load_summaries(results: Path, on_error: str = "fail") -> tuple[pd.DataFrame,
         try:
             meta, rounds = read_run(d)
         except FedbenchError as e:
-            if on_error == "skip":
-                problems.append(str(e))
-                continue
-            raise
+            meta = _failed_before_training(d)
+            if meta is None:
+                if on_error == "skip":
+                    problems.append(str(e))
+                    continue
+                raise
+            rounds = pd.DataFrame({"round": [], "round_seconds": []})
         cfg = meta.get("config", {})
         summary = summarize(rounds, cfg.get("target_acc"))
         rows.append(

@@ -430,6 +430,27 @@ def test_figures_of_every_kind(demo_results, tmp_path):
             write_fake_run(res, cfg, curve_until(0.7, 2 + seed + int(cell.x), 0.5, cfg.rounds))
     r = evaluate_table(versus, res, Selection(seeds=(0, 1), preset="default", sets=SETS))
     assert plot_spec(r, tmp_path / "fig" / "v")[0].stat().st_size > 5000
+    pairs = (("PFL", {"method": "fedavg"}), ("SFL", {"method": "fedprox", "mu": 0.0}))
+    quad = TableSpec(
+        "q",
+        "src",
+        "quadratic panels",
+        ("fmnist",),
+        lambda ds: [
+            runs(ds, f"Group {g}", m, "final_dist", "default", None, lr=lr, **over)
+            for g, lr in ((1, 0.011), (2, 0.021))
+            for m, over in pairs
+        ],
+        plot=PlotSpec("curves", "final_dist", ("dist_to_opt",), panels="row", logy=True),
+    )
+    for cell in quad.cells():
+        for seed in (0, 1):
+            cfg = cell_config(cell, seed, "default", SETS)
+            df = fake_rounds(cfg.rounds, dist_to_opt=lambda r, s=seed: 10.0 * 0.7**r + s * 1e-3)
+            write_fake_run(res, cfg, df)
+    r = evaluate_table(quad, res, Selection(seeds=(0, 1), preset="default", sets=SETS))
+    assert r.cell("fmnist", "Group 1", "PFL").mean == pytest.approx(10 * 0.7**10 + 5e-4)
+    assert plot_spec(r, tmp_path / "fig" / "q")[0].stat().st_size > 5000
     heat = TableSpec(
         "h",
         "src",
