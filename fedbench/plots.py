@@ -275,7 +275,15 @@ def _heatmap(panels, ps):
             if wt is not None and len(wt):
                 mat[i, np.asarray(cl, dtype=int)] = np.asarray(wt, dtype=float)
         ax = axes[0][j]
-        im = ax.imshow(mat, aspect="auto", origin="lower", cmap="viridis", interpolation="nearest")
+        r0, r1 = int(df["round"].min()), int(df["round"].max())
+        im = ax.imshow(
+            mat,
+            aspect="auto",
+            origin="lower",
+            cmap="viridis",
+            interpolation="nearest",
+            extent=(-0.5, n - 0.5, r0 - 0.5, r1 + 0.5),
+        )
         ax.set_xlabel("client")
         ax.set_ylabel("round")
         ax.set_title(f"{c.cell.dataset} · {c.cell.row} {c.cell.col} · seed {seed}", fontsize=9)
