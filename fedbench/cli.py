@@ -52,8 +52,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
     Examples:
       fedbench train                                  # FedAvg on Synthetic(1,1), no download
       fedbench train --preset fedlga-fmnist --method fedprox --set mu=0.1
+      fedbench sweep --table tau --dataset fmnist     # the runs Table VI needs, resumable
+      fedbench table tau --dataset fmnist             # ours vs the paper's
+      fedbench plot tau --dataset fmnist
       fedbench table summary --format md
-      fedbench plot curves
+      fedbench check --quick
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

@@ -117,7 +117,7 @@ class Selection:
             out.append(f"--preset {self.preset}")
         if self.seeds is not None:
             out.append("--seeds " + ",".join(str(s) for s in self.seeds))
-        out += [f"--set {k}={v}" for k, v in self.sets.items()]
+        out += [f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.sets.items()]
         if str(self.results) != "results":
             out.append(f"--results {shlex.quote(str(self.results))}")
         return " ".join(out)
