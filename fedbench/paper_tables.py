@@ -1077,6 +1077,8 @@ def cell_config(
     if sets:
         cfg = apply_overrides(cfg, sets)
     plain = {k: v for k, v in cell.overrides if not callable(v)}
+    if "method" in plain:  # first, so that the cell's own method parameters survive the switch
+        cfg = apply_overrides(cfg, {"method": plain.pop("method")})
     cfg = apply_overrides(cfg, {**plain, "seed": seed})
     later = {k: v(cfg) for k, v in cell.overrides if callable(v)}
     if later:

@@ -385,6 +385,15 @@ def test_every_spec_builds_its_cells_and_finds_its_paper_values():
     assert n_paper["epochs"] == 29 and n_paper["sampled"] == 3
 
 
+def test_cell_parameters_survive_a_method_switch_and_user_sets():
+    cell = next(
+        c for c in get_table("stragglers").cells("synthetic-1-1") if c.row == "FedProx mu=0"
+    )
+    cfg = cell_config(cell, 0, "default", {"mu": "0.5", **SETS})
+    assert cfg.method == "fedprox" and cfg.method_params == {"mu": 0.0}
+    assert cfg.hetero == "stragglers" and cfg.straggler_policy == "drop-fedavg" and cfg.seed == 0
+
+
 def test_quadratic_constants_match_table_2():
     for g, (zeta, delta) in {1: (0, 0), 2: (1, 0), 3: (1, 1 / 3), 4: (1, 1)}.items():
         assert quad_constants(g) == pytest.approx((zeta, delta))
