@@ -1,4 +1,5 @@
-"""nox sessions: tests (the CI suite), lint, paper (longer reproduction checks), bench."""
+"""nox sessions: tests (the CI suite), lint, regression (fedbench check), paper (longer
+reproduction checks), bench."""
 
 import nox
 
@@ -29,6 +30,14 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+def regression(session: nox.Session) -> None:
+    """Rerun the fixed check configs and compare them with results/reference/check.json
+    (accuracy, rounds to target, s/round); fails with a table of what regressed."""
+    install(session)
+    session.run("fedbench", "check", *session.posargs)
+
+
+@nox.session
 def paper(session: nox.Session) -> None:
     """Longer checks against the papers' settings on real data (minutes)."""
     install(session)
@@ -37,6 +46,7 @@ def paper(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Engine speed: batched engine vs a per-client DataLoader loop, same process."""
+    """Engine speed (batched engine vs a per-client DataLoader loop) and reading 1,000 runs."""
     install(session)
     session.run("python", "benchmarks/engine_speed.py", *session.posargs)
+    session.run("python", "benchmarks/read_results.py")

@@ -150,11 +150,22 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def canonical_method_params(self) -> dict[str, Any]:
+        """The method's parameters with its defaults filled in and types coerced, so that
+        `mu=1`, `mu=1.0` and (fedprox's default) no mu at all name the same run."""
+        from fedbench.methods import method_params
+
+        try:
+            return dataclasses.asdict(method_params(self.method, self.method_params))
+        except (FedbenchError, TypeError):  # a method this build lacks: keep what was given
+            return dict(self.method_params)
+
     def config_hash(self) -> str:
         """Hash of what changes the numbers (not where data lives, nor the preset name)."""
         d = self.to_dict()
         for k in ("data_dir", "preset", "device"):
             d.pop(k)
+        d["method_params"] = self.canonical_method_params()
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -389,12 +400,19 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     return flat
 
 
+def config_from_dict(d: dict[str, Any]) -> RunConfig:
+    """A RunConfig from a stored run.json "config": fields this build lacks are dropped and
+    fields the record lacks take their defaults, so records of older versions still match."""
+    return RunConfig(**{k: v for k, v in d.items() if k in FIELD_TYPES})
+
+
 def build_config(
     preset: str | None = None,
     toml_path: str | None = None,
     overrides: dict[str, Any] | None = None,
+    validate: bool = True,
 ) -> RunConfig:
-    """preset, then TOML file, then key=value overrides; validated."""
+    """preset, then TOML file, then key=value overrides; validated (unless asked not to)."""
     from fedbench.presets import get_preset
 
     cfg = get_preset(preset) if preset else get_preset("default")
@@ -405,4 +423,4 @@ def build_config(
         cfg = apply_overrides(cfg, file_values)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
-    return cfg.validate()
+    return cfg.validate() if validate else cfg

@@ -57,6 +57,8 @@ def summarize(rounds: pd.DataFrame, target: float | None) -> dict[str, Any]:
         "final_acc": float(acc.iloc[-1]) if len(acc) else math.nan,
         "mean_round_seconds": float(trained["round_seconds"].mean()) if len(trained) else math.nan,
         "total_seconds": float(trained["round_seconds"].sum()) if len(trained) else 0.0,
+        "final_train_loss": _last(rounds, "train_loss"),
+        "final_local_loss": _last(rounds, "local_loss"),
         "target_acc": target,
         "rounds_to_target": None,
         "seconds_to_target": None,
@@ -68,6 +70,14 @@ def summarize(rounds: pd.DataFrame, target: float | None) -> dict[str, Any]:
             out["rounds_to_target"] = int(first["round"])
             out["seconds_to_target"] = float(first["cum_seconds"])
     return out
+
+
+def _last(rounds: pd.DataFrame, col: str) -> float:
+    """The last recorded value of a per-round column (NaN when there is none)."""
+    if col not in rounds:
+        return math.nan
+    vals = rounds[col].dropna()
+    return float(vals.iloc[-1]) if len(vals) else math.nan
 
 
 def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
@@ -93,6 +103,18 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
     return meta, rounds
 
 
+def _failed_before_training(run_dir: Path) -> dict | None:
+    """run.json of a run that failed before writing any rounds (e.g. its dataset is missing):
+    a record to list, not a corrupt one."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("status") == "failed" and not (run_dir / "rounds.parquet").exists():
+        return meta
+    return None
+
+
 def run_dirs(results: Path) -> list[Path]:
     if not results.is_dir():
         raise FedbenchError(f"results directory {results} does not exist; run fedbench train first")
@@ -109,10 +131,13 @@ def load_summaries(results: Path, on_error: str = "fail") -> tuple[pd.DataFrame,
         try:
             meta, rounds = read_run(d)
         except FedbenchError as e:
-            if on_error == "skip":
-                problems.append(str(e))
-                continue
-            raise
+            meta = _failed_before_training(d)
+            if meta is None:
+                if on_error == "skip":
+                    problems.append(str(e))
+                    continue
+                raise
+            rounds = pd.DataFrame({"round": [], "round_seconds": []})
         cfg = meta.get("config", {})
         summary = summarize(rounds, cfg.get("target_acc"))
         rows.append(
@@ -128,3 +153,152 @@ def load_summaries(results: Path, on_error: str = "fail") -> tuple[pd.DataFrame,
             }
         )
     return pd.DataFrame(rows), problems
+
+
+# ---------------------------------------------------------------- the index of a results folder
+
+FINISHED = ("complete", "diverged")
+
+
+class RunRecord:
+    """One run folder as recorded in its run.json (rounds.parquet is read only on demand)."""
+
+    __slots__ = ("run_dir", "meta", "key")
+
+    def __init__(self, run_dir: Path, meta: dict, key: str | None):
+        self.run_dir, self.meta, self.key = run_dir, meta, key
+
+    @property
+    def run_id(self) -> str:
+        return self.meta.get("run_id", self.run_dir.name)
+
+    @property
+    def status(self) -> str | None:
+        return self.meta.get("status")
+
+    @property
+    def config(self) -> dict:
+        return self.meta.get("config", {})
+
+    @property
+    def summary(self) -> dict:
+        return self.meta.get("summary") or {}
+
+    @property
+    def rounds_path(self) -> Path:
+        return self.run_dir / "rounds.parquet"
+
+
+def config_key(config: dict) -> str | None:
+    """The canonical hash of a stored config (see RunConfig.config_hash), None if unreadable."""
+    from fedbench.config import config_from_dict
+
+    try:
+        return config_from_dict(config).config_hash()
+    except Exception:  # a record from a very different version: matches nothing
+        return None
+
+
+class RunIndex:
+    """Every run under a results folder, found by what it ran (its config), not by its folder
+    name. Reads only the run.json files, so indexing a thousand runs takes a fraction of a second.
+
+    on_error="fail" raises a one-line FedbenchError naming the first unreadable file;
+    "skip" leaves such runs out and lists what was skipped in `problems`.
+    """
+
+    def __init__(self, results: Path | str, on_error: str = "fail", must_exist: bool = True):
+        self.results = Path(results)
+        self.on_error = on_error
+        self.problems: list[str] = []
+        self.by_key: dict[str, list[RunRecord]] = {}
+        self._valid: dict[Path, bool] = {}
+        if not self.results.is_dir():
+            if must_exist:
+                raise FedbenchError(
+                    f"results directory {self.results} does not exist; "
+                    "run fedbench sweep (or fedbench train) first, or pass --results"
+                )
+            return
+        for d in sorted(self.results.iterdir()):
+            path = d / "run.json"
+            if not path.is_file():
+                continue
+            try:
+                meta = json.loads(path.read_text())
+                if not isinstance(meta, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, OSError) as e:
+                self._problem(f"{path} is corrupt ({str(e).splitlines()[0]}); rerun or delete {d}")
+                continue
+            rec = RunRecord(d, meta, config_key(meta.get("config", {})))
+            if rec.key is not None:
+                self.by_key.setdefault(rec.key, []).append(rec)
+
+    def _problem(self, message: str) -> None:
+        if self.on_error == "skip":
+            self.problems.append(message)
+        else:
+            raise FedbenchError(f"{message} (or pass --on-error skip)")
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.by_key.values())
+
+    def records(self):
+        for recs in self.by_key.values():
+            yield from recs
+
+    def find(self, key: str) -> RunRecord | None:
+        """The record of a config: a finished one if any (the latest), else the latest other."""
+        recs = self.by_key.get(key, [])
+        if not recs:
+            return None
+        finished = [r for r in recs if r.status in FINISHED]
+        pool = finished or recs
+        return max(pool, key=lambda r: str(r.meta.get("ended") or r.meta.get("started") or ""))
+
+    def rounds_ok(self, rec: RunRecord) -> bool:
+        """Whether rounds.parquet is there and its footer reads (cheap: metadata only)."""
+        if rec.run_dir not in self._valid:
+            import pyarrow.parquet as pq
+
+            try:
+                pq.read_metadata(rec.rounds_path)
+                ok = True
+            except Exception:
+                ok = False
+            self._valid[rec.run_dir] = ok
+        return self._valid[rec.run_dir]
+
+    def finished(self, key: str, check_files: bool = True) -> RunRecord | None:
+        """The finished (complete or diverged) run of a config with readable rounds, or None.
+        An unreadable rounds.parquet is reported through on_error."""
+        rec = self.find(key)
+        if rec is None or rec.status not in FINISHED:
+            return None
+        if check_files and not self.rounds_ok(rec):
+            self._problem(
+                f"{rec.rounds_path} is missing, corrupt or truncated; "
+                f"rerun it (fedbench sweep reruns it) or delete {rec.run_dir}"
+            )
+            return None
+        return rec
+
+    def rounds(self, rec: RunRecord, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """The rounds of a run (only `columns` that exist, when given); None if unreadable
+        and on_error is skip."""
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(rec.rounds_path)
+            if columns is not None:
+                have = set(pf.schema_arrow.names)
+                columns = [c for c in columns if c in have]
+            return pf.read(columns=columns).to_pandas()
+        except Exception as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            self._problem(
+                f"{rec.rounds_path} is corrupt or truncated ({first}); "
+                f"rerun it or delete {rec.run_dir}"
+            )
+            return None

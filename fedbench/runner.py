@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 import fedbench
+from fedbench.claims import RunClaim
 from fedbench.config import RunConfig
 from fedbench.devices import device_name
 from fedbench.engine import Engine
@@ -35,12 +36,16 @@ def existing_status(run_dir: Path) -> str | None:
         return None
 
 
+class RunExists(FedbenchError):
+    """The run already finished (complete or diverged) and overwrite was not asked for."""
+
+
 def check_not_done(cfg: RunConfig, results: Path | str, overwrite: bool) -> None:
     """Refuse to redo a finished run unless asked; an unfinished one is simply run again."""
     run_dir = Path(results) / cfg.run_id()
     status = existing_status(run_dir)
     if status in ("complete", "diverged") and not overwrite:
-        raise FedbenchError(
+        raise RunExists(
             f"run {run_dir.name} already exists in {run_dir.parent} (status {status}); "
             "pass --overwrite to run it again"
         )
@@ -62,28 +67,64 @@ def train(
     on_round: Callable[[dict], None] | None = None,
     engine: Engine | None = None,
 ) -> tuple[dict, pd.DataFrame]:
-    """Run cfg, writing results/<run_id>/. Returns (run.json contents, rounds)."""
-    check_not_done(cfg, results, overwrite)
-    run_id = cfg.run_id()
-    run_dir = Path(results) / run_id
-    torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
-    eng = engine if engine is not None else Engine(cfg)
-    meta = {
-        "run_id": run_id,
+    """Run cfg, writing results/<run_id>/. Returns (run.json contents, rounds).
+
+    The run is claimed first (fedbench.claims), so two processes never run the same config at
+    once; a claim held by a live process raises RunBusy. A run left unfinished by a killed
+    process starts again from round 0: its leftover temp files and rounds are removed first.
+    """
+    with RunClaim(results, cfg.run_id()) as claim:
+        check_not_done(cfg, results, overwrite)
+
+        def beat(rec: dict) -> None:
+            claim.heartbeat()
+            if on_round:
+                on_round(rec)
+
+        return _train_claimed(cfg, Path(results), beat, engine)
+
+
+def _start_meta(cfg: RunConfig) -> dict:
+    return {
+        "run_id": cfg.run_id(),
         "config": cfg.to_dict(),
         "config_hash": cfg.config_hash(),
         "status": "running",
         "fedbench_version": fedbench.__version__,
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
-        "device": str(eng.device),
-        "device_name": device_name(eng.device),
         "host": platform.node(),
-        "data": eng.data.info,
-        "model_params": eng.model.dim,
         "started": _now(),
     }
+
+
+def _clean_run_dir(run_dir: Path) -> None:
+    """Remove what an earlier, killed attempt left: temp files and its partial rounds."""
+    for p in run_dir.glob(".*.tmp"):
+        p.unlink(missing_ok=True)
+    (run_dir / "rounds.parquet").unlink(missing_ok=True)
+
+
+def _train_claimed(
+    cfg: RunConfig, results: Path, on_round: Callable[[dict], None], engine: Engine | None
+) -> tuple[dict, pd.DataFrame]:
+    run_dir = results / cfg.run_id()
+    torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
+    meta = _start_meta(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
+    _clean_run_dir(run_dir)
+    try:
+        eng = engine if engine is not None else Engine(cfg)
+    except BaseException as e:  # e.g. a dataset that is not there: recorded, then raised
+        meta.update(status="failed", error=_error_line(e), ended=_now())
+        atomic_write_json(run_dir / "run.json", meta)
+        raise
+    meta.update(
+        device=str(eng.device),
+        device_name=device_name(eng.device),
+        data=eng.data.info,
+        model_params=eng.model.dim,
+    )
     atomic_write_json(run_dir / "run.json", meta)
     atomic_write_parquet(
         run_dir / "partition.parquet",
@@ -113,8 +154,7 @@ def train(
         **eng.eval_record(),
     }
     rows.append(first)
-    if on_round:
-        on_round(first)
+    on_round(first)
     cum, last_flush = 0.0, time.monotonic()
     try:
         for r in range(1, cfg.rounds + 1):
@@ -124,8 +164,7 @@ def train(
             if r % cfg.eval_every == 0 or r == cfg.rounds:
                 rec.update(eng.eval_record())
             rows.append(rec)
-            if on_round:
-                on_round(rec)
+            on_round(rec)
             if not math.isfinite(rec["local_loss"]) and rec["n_full"] + rec["n_partial"] > 0:
                 meta["status"] = "diverged"
                 break
@@ -136,7 +175,7 @@ def train(
             meta["status"] = "complete"
     except BaseException as e:
         meta["status"] = "failed"
-        meta["error"] = f"{type(e).__name__}: {e}"
+        meta["error"] = _error_line(e)
         raise
     finally:
         df = rounds_frame(rows)
@@ -145,3 +184,8 @@ def train(
         meta["summary"] = summarize(df, cfg.target_acc)
         atomic_write_json(run_dir / "run.json", meta)
     return meta, df
+
+
+def _error_line(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text.splitlines()[0] if text else type(e).__name__

@@ -1,0 +1,1086 @@
+"""The papers' tables and figures as data: the runs each one needs, how runs reduce to cells,
+and the reported number each cell is compared with (fedbench/data/paper_values.csv).
+
+A TableSpec builds, for each dataset variant it covers, a list of Cells. A cell is one number
+of the table:
+- "runs": a RunConfig (a preset plus overrides) run over several seeds and reduced to mean and
+  spread by a Metric; `fedbench sweep --table NAME` runs exactly the cells' configs;
+- "derived": computed from other cells' means (FedLGA's improvement over a baseline);
+- "const": a property of the problem known without training (SFL's zeta* and delta);
+- "data": a statistic of the federated dataset alone (FedProx Table 1).
+
+Names of fields and parameters that other parts of fedbench define (and that this module
+assumes) are collected under "assumed names" below, so a rename is a one-line change. A cell
+whose config cannot be built (a method or preset this build lacks) is shown as unavailable with
+the reason; it never stops the rest of the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from fedbench.errors import FedbenchError
+
+# ---------------------------------------------------------------- assumed names
+QUAD_GROUP = "quad_group"  # config field choosing the SFL quadratic group (1..4)
+QUAD_DISTANCE = "dist_to_opt"  # per-round |x - x*| in rounds.parquet (SFL quadratic)
+DISSIMILARITY = "dissimilarity"  # per-round FedProx gradient dissimilarity in rounds.parquet
+DISSIMILARITY_OVERRIDES: dict[str, Any] = {}  # fields that switch its recording on, if any
+ADAPTIVE_MU = {"adaptive_mu": True}  # fedprox parameters for FedProx's adaptive mu (App. C.3.3)
+IMBALANCE = "imbalance"  # config field xi = |X_large| / |X_small| (FedLGA Fig. 10)
+SOFTMAX_T = "T"  # fedsoftmax parameter T (the code's multiplier of the loss, spec §6.2)
+# FedSoftMax's data "frameworks" (spec §6.5): IID, and shard splits of 60 / 100 shards
+FRAMEWORKS: dict[str, dict[str, Any]] = {
+    "TNIID": {"partition": "shards", "num_shards": 100},
+    "NIID": {"partition": "shards", "num_shards": 60},
+    "IID": {"partition": "iid"},
+}
+LOCAL_ACC_COLUMNS = ("local_acc", "train_acc", "test_acc")  # smoothness curve, first present
+SFL_MODELS = ("vgg9", "resnet18")  # model names of SFL's VGG-9 and ResNet-18 (spec §5.2)
+SFL_CLASSES = "P"  # the field giving each client's C classes in SFL's extended Dirichlet split
+
+# ---------------------------------------------------------------- building blocks
+
+
+@dataclass(frozen=True)
+class PaperRef:
+    """Which row(s) of paper_values.csv a cell is compared with. `setting` matches the CSV's
+    setting exactly or as the part before a ':'; metric "X_ci" pairs rows X_ci_low/X_ci_high;
+    `note_key` reads "key=value" from the note instead of the value."""
+
+    paper: str
+    table: str
+    method: str
+    metric: str
+    setting: str | None = None
+    dataset: str | None = None  # the CSV's dataset name; None: the cell's dataset
+    note_key: str | None = None
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    value: float | str
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def text(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"{self.low:.2f}–{self.high:.2f}"
+        if isinstance(self.value, float):
+            return f"{self.value:g}"
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A cell computed from the means of other cells (row, col) of the same dataset."""
+
+    sources: tuple[tuple[str, str], ...]
+    fn: Callable[..., float | str | None]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How one run reduces to a number: fn(summary, rounds) where rounds(columns) loads
+    rounds.parquet lazily (None when unreadable). math.inf means "target not reached"."""
+
+    label: str
+    fn: Callable[[dict, Callable[[list[str]], pd.DataFrame | None]], float | None]
+    digits: int = 2
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Cell:
+    dataset: str
+    row: str
+    col: str
+    metric: str = ""
+    preset: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+    paper: PaperRef | None = None
+    derived: Derived | None = None
+    const: float | str | None = None
+    data_stat: str | None = None
+    seeds: tuple[int, ...] | None = None  # None: the table's seeds
+    x: float | None = None  # the varied parameter's value, for "versus" plots
+
+    @property
+    def kind(self) -> str:
+        if self.derived is not None:
+            return "derived"
+        if self.const is not None:
+            return "const"
+        if self.data_stat is not None:
+            return "data"
+        return "runs"
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """kind: curves (per-round `curves`, mean line and min–max band over seeds), versus
+    (the cells' metric against cell.x), bars, heatmap (agg_weights per round and device).
+    Only cells whose metric is `use_metric` are drawn; `panels` says which cell attribute
+    makes the panels (the other one makes the lines)."""
+
+    kind: str
+    use_metric: str
+    curves: tuple[str, ...] = ("test_acc",)
+    panels: str = "col"  # col | row | dataset
+    xlabel: str = ""
+    logy: bool = False
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    source: str
+    title: str
+    datasets: tuple[str, ...]
+    build: Callable[[str], list[Cell]] = field(repr=False)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    spread: str = "minmax"  # minmax | ci95
+    plot: PlotSpec | None = None
+    notes: tuple[str, ...] = ()
+    is_table: bool = True  # False: a figure only (fedbench plot NAME)
+
+    def variants(self, dataset: str | None = None) -> tuple[str, ...]:
+        if dataset is None:
+            return self.datasets
+        if dataset not in self.datasets:
+            raise FedbenchError(
+                f"table {self.name} has no dataset {dataset!r}; choose one of: "
+                f"{', '.join(self.datasets)}"
+            )
+        return (dataset,)
+
+    def cells(self, dataset: str | None = None) -> list[Cell]:
+        return [c for ds in self.variants(dataset) for c in self.build(ds)]
+
+
+def runs(
+    ds: str,
+    row: str,
+    col: str,
+    metric: str,
+    preset: str,
+    paper=None,
+    x=None,
+    seeds=None,
+    **overrides,
+) -> Cell:
+    """A cell reduced from runs of `preset` with `overrides` (values may be callables of the
+    config built so far, e.g. tau_max = E - 1)."""
+    return Cell(ds, row, col, metric, preset, tuple(overrides.items()), paper, x=x, seeds=seeds)
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def _summary_or(key: str, curve_fn):
+    def fn(summary, rounds):
+        v = summary.get(key)
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            return float(v)
+        return curve_fn(rounds) if curve_fn else None
+
+    return fn
+
+
+def _to_target(key: str):
+    def fn(summary, rounds):
+        if summary.get("target_acc") is None:
+            return None
+        v = summary.get(key)
+        return math.inf if v is None else float(v)
+
+    return fn
+
+
+def _final_loss(summary, rounds):
+    for key in ("final_train_loss", "final_local_loss"):
+        v = summary.get(key)
+        if v is not None and not math.isnan(v):
+            return float(v)
+    df = rounds(["train_loss", "local_loss"])
+    if df is None:
+        return None
+    for col in ("train_loss", "local_loss"):
+        if col in df and df[col].notna().any():
+            return float(df[col].dropna().iloc[-1])
+    return None
+
+
+def _rounds_to(acc: float):
+    """First round (0 = the initial model) whose test accuracy reaches acc (FedSoftMax R90)."""
+
+    def fn(summary, rounds):
+        df = rounds(["round", "test_acc"])
+        if df is None or "test_acc" not in df:
+            return None
+        hit = df[df["test_acc"] >= acc]
+        return float(hit["round"].iloc[0]) if len(hit) else math.inf
+
+    return fn
+
+
+def _smoothness(summary, rounds):
+    """std(diff(c)) / |mean(diff(c))| of the per-round accuracy curve c (spec §6.6), per run."""
+    df = rounds(["round", *LOCAL_ACC_COLUMNS])
+    if df is None:
+        return None
+    for col in LOCAL_ACC_COLUMNS:
+        if col in df and df[col].notna().sum() > 2:
+            d = df[df["round"] > 0][col].dropna().diff().dropna()
+            m = float(d.mean())
+            return float(d.std(ddof=0)) / abs(m) if m else math.inf
+    return None
+
+
+def _column_stat(col: str, how: str, scale: float = 1.0, last: int = 0):
+    def fn(summary, rounds):
+        df = rounds([col])
+        if df is None or col not in df or df[col].notna().sum() == 0:
+            return None
+        s = df[col].dropna()
+        if last:
+            s = s.iloc[-last:]
+        return scale * float(s.iloc[-1] if how == "last" else s.mean())
+
+    return fn
+
+
+def _pct(key):
+    def fn(summary, rounds):
+        v = summary.get(key)
+        return None if v is None else 100.0 * float(v)
+
+    return fn
+
+
+METRICS: dict[str, Metric] = {
+    "best_acc": Metric("best test acc %", _pct("best_acc")),
+    "final_acc": Metric("final test acc %", _pct("final_acc")),
+    "rounds_to_target": Metric("rounds to target", _to_target("rounds_to_target"), 1, False),
+    "seconds_to_target": Metric("s to target", _to_target("seconds_to_target"), 1, False),
+    "mean_round_seconds": Metric("s / round", _summary_or("mean_round_seconds", None), 3, False),
+    "final_train_loss": Metric("final train loss", _final_loss, 4, False),
+    "r90": Metric("R90", _rounds_to(0.9), 2, False),
+    "smoothness": Metric("smoothness", _smoothness, 3, False),
+    "mean_dissimilarity": Metric(
+        "mean dissimilarity", _column_stat(DISSIMILARITY, "mean"), 4, False
+    ),
+    "last25_acc": Metric(
+        "test acc % (last 25 evals)", _column_stat("test_acc", "mean", 100.0, 25), 2
+    ),
+    "final_dist": Metric("final |x - x*|", _column_stat(QUAD_DISTANCE, "last"), 4, False),
+}
+
+# ---------------------------------------------------------------- paper values
+
+
+@functools.cache
+def paper_values() -> pd.DataFrame:
+    from importlib.resources import files
+
+    with files("fedbench.data").joinpath("paper_values.csv").open() as f:
+        return pd.read_csv(f, dtype=str, keep_default_na=False)
+
+
+def _number(text: str) -> float | str:
+    try:
+        if "/" in text:
+            a, b = text.split("/")
+            return float(a) / float(b)
+        return float(text)
+    except ValueError:
+        return text
+
+
+def lookup(ref: PaperRef, dataset: str) -> PaperValue | None:
+    df = paper_values()
+    ds = ref.dataset or dataset
+    sel = (df["paper"] == ref.paper) & (df["table"] == ref.table) & (df["dataset"] == ds)
+    sel &= df["method"] == ref.method
+    if ref.setting is not None:
+        setting = df["setting"]
+        sel &= (setting == ref.setting) | setting.str.startswith(ref.setting + ":")
+    rows = df[sel]
+    if ref.metric.endswith("_ci"):
+        lo = rows[rows["metric"] == ref.metric + "_low"]["value"]
+        hi = rows[rows["metric"] == ref.metric + "_high"]["value"]
+        if lo.empty or hi.empty:
+            return None
+        low, high = float(lo.iloc[0]), float(hi.iloc[0])
+        return PaperValue((low + high) / 2, low, high)
+    rows = rows[rows["metric"] == ref.metric]
+    if rows.empty:
+        return None
+    if ref.note_key:
+        for part in rows["note"].iloc[0].replace(";", ",").split(","):
+            k, _, v = part.strip().partition("=")
+            if k == ref.note_key:
+                return PaperValue(_number(v))
+        return None
+    return PaperValue(_number(rows["value"].iloc[0]))
+
+
+# ---------------------------------------------------------------- FedLGA (IEEE TCYB 2023)
+
+FEDLGA_METHODS = (
+    ("fedlga", "FedLGA"),
+    ("fedavg", "FedAvg"),
+    ("fedprox", "FedProx"),
+    ("fednova", "FedNova"),
+    ("scaffold", "Scaffold"),
+    ("feddyn", "FedDyn"),
+    ("fedcm", "FedCM"),
+    ("mimelite", "MimeLite"),
+    ("fedsam", "FedSAM"),
+)
+FEDLGA_DATASETS = ("fmnist", "cifar10", "cifar100")
+E_GRID = (3, 5, 8)  # Fig. 6: the text names E=5 (default) and E=8; 3 is our third point
+RHO_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)  # Fig. 7: the text names 0.1 and 0.5
+N_GRID = (30, 50, 100)  # Fig. 8
+K_GRID = (5, 10, 25)  # Fig. 9
+XI_GRID = (1, 2, 3)  # Fig. 10, with P = 3 (CIFAR-10) and 30 (CIFAR-100)
+TAU_FRACTIONS = (0.8, 0.6, 0.4, 0.2)  # Table VI: tau_max in {0.8, 0.6, 0.4, 0.2} E
+FEDLGA_TAU_ROW = "FedLGA tau_max=0.8E"
+
+
+def _tau_full(cfg) -> int:
+    return cfg.work_units - 1  # tau_max = E - 1 (the default heterogeneity)
+
+
+def _tau_fraction(f: float):
+    def fn(cfg) -> int:
+        e = cfg.work_units
+        return min(e - 1, max(1, math.floor(f * e + 0.5)))
+
+    fn.__name__ = f"tau_max={f}E"
+    return fn
+
+
+def _table6(label: str, fraction: float | None = None) -> PaperRef:
+    setting = f"tau_max={fraction}E" if fraction else "baseline (tau_max=E-1)"
+    if label == "FedLGA" and fraction is None:
+        setting = "tau_max=0.8E"  # FedLGA at tau_max = E-1 = 0.8E (E=5) is Table VI's first row
+    return PaperRef("fedlga", "TableVI_tau_max", label, "rounds_to_target", setting)
+
+
+def _runtime(ds: str) -> list[Cell]:
+    out = []
+    for m, label in FEDLGA_METHODS:
+        for col, metric, paper_metric in (
+            ("single s/round", "mean_round_seconds", "single_round_seconds"),
+            ("total s to target", "seconds_to_target", "total_seconds_to_target"),
+        ):
+            ref = PaperRef("fedlga", "TableV_runtime", label, paper_metric)
+            out.append(runs(ds, label, col, metric, f"fedlga-{ds}", ref, method=m))
+    return out
+
+
+def _tau(ds: str) -> list[Cell]:
+    col = "rounds to target"
+    out = [
+        runs(
+            ds,
+            f"FedLGA tau_max={f}E",
+            col,
+            "rounds_to_target",
+            f"fedlga-{ds}",
+            _table6("FedLGA", f),
+            x=f,
+            method="fedlga",
+            tau_max=_tau_fraction(f),
+        )
+        for f in TAU_FRACTIONS
+    ]
+    for m, label in FEDLGA_METHODS[1:]:
+        out.append(
+            runs(
+                ds,
+                label,
+                col,
+                "rounds_to_target",
+                f"fedlga-{ds}",
+                _table6(label),
+                x=0.8,  # tau_max = E-1 = 0.8E at the default E = 5
+                method=m,
+                tau_max=_tau_full,
+            )
+        )
+        out.append(
+            Cell(
+                ds,
+                label,
+                "x FedLGA's rounds",
+                derived=Derived(((label, col), (FEDLGA_TAU_ROW, col)), _ratio),
+                paper=PaperRef("fedlga", "text_rounds", label, "fedlga_speedup_x", "default"),
+            )
+        )
+    return out
+
+
+def _ratio(a, b):
+    if a is None or b is None or b == 0 or math.isinf(b):
+        return None
+    return a / b
+
+
+def _minus(a, b):
+    return None if a is None or b is None else a - b
+
+
+def _best_acc(ds: str) -> list[Cell]:
+    col = "best acc %"
+    out = []
+    for m, label in FEDLGA_METHODS:
+        ref = PaperRef("fedlga", "text_best_acc", label, "best_test_accuracy_pct", "default")
+        out.append(runs(ds, label, col, "best_acc", f"fedlga-{ds}", ref, method=m))
+        if m != "fedlga":
+            out.append(
+                Cell(
+                    ds,
+                    label,
+                    "FedLGA minus this",
+                    derived=Derived((("FedLGA", col), (label, col)), _minus),
+                    paper=PaperRef(
+                        "fedlga", "text_best_acc", label, "fedlga_improvement_pct_points", "default"
+                    ),
+                )
+            )
+    return out
+
+
+def _versus_methods(param: str, grid, overrides, paper) -> Callable[[str], list[Cell]]:
+    """Rounds to target of every method for each value of one parameter (Figs. 6 and 7)."""
+
+    def build(ds: str) -> list[Cell]:
+        out = []
+        for m, label in FEDLGA_METHODS:
+            for v in grid:
+                out.append(
+                    runs(
+                        ds,
+                        label,
+                        f"{param}={v}",
+                        "rounds_to_target",
+                        f"fedlga-{ds}",
+                        paper(ds, label, v),
+                        x=v,
+                        method=m,
+                        **overrides(v),
+                    )
+                )
+        return out
+
+    return build
+
+
+def _epochs_paper(ds, label, e):
+    if e == 8 and label in ("FedLGA", "FedAvg"):
+        return PaperRef("fedlga", "Fig6_E", label, "rounds_to_target", "E=8")
+    return _table6(label) if e == 5 else None
+
+
+def _epochs_overrides(e):
+    return {"E": e, "tau_max": _tau_full}
+
+
+def _rho_paper(ds, label, rho):
+    return _table6(label) if rho == 0.5 else None
+
+
+def _fedlga_ablation(param: str, grid, key: str, paper_for) -> Callable[[str], list[Cell]]:
+    """FedLGA alone for each value of one parameter: rounds to target and best accuracy
+    (Figs. 8-10, learning curves in the paper)."""
+
+    def build(ds: str) -> list[Cell]:
+        out = []
+        for v in grid:
+            over = {key: v}
+            if param == "xi":  # Fig. 10 uses P = 3 (CIFAR-10) and 30 (CIFAR-100)
+                over["P"] = 30 if ds == "cifar100" else 3
+            for row, metric, paper in (
+                ("rounds to target", "rounds_to_target", paper_for(ds, v)),
+                ("best acc %", "best_acc", None),
+            ):
+                out.append(
+                    runs(
+                        ds,
+                        row,
+                        f"{param}={v}",
+                        metric,
+                        f"fedlga-{ds}",
+                        paper,
+                        x=v,
+                        method="fedlga",
+                        **over,
+                    )
+                )
+        return out
+
+    return build
+
+
+def _n_paper(ds, n):
+    return _table6("FedLGA") if n == 50 else None
+
+
+def _k_paper(ds, k):
+    if k == 25:
+        return PaperRef("fedlga", "Fig9_K", "FedLGA", "rounds_to_target", "K=25")
+    return _table6("FedLGA") if k == 10 else None
+
+
+# ---------------------------------------------------------------- SFL (Li & Lyu)
+
+SFL_LR = {  # spec §5.2, the authors' README: (dataset, model, method, C) -> lr for K = 5, 20, 50
+    ("cifar10", "vgg9", "pfl", 1): (0.1, 0.1, 0.1),
+    ("cifar10", "vgg9", "pfl", 2): (0.1, 0.1, 0.1),
+    ("cifar10", "vgg9", "sfl", 1): (0.03, 0.003, 0.003),
+    ("cifar10", "vgg9", "sfl", 2): (0.03, 0.01, 0.01),
+    ("cifar10", "resnet18", "pfl", 1): (0.3, 0.1, 0.1),
+    ("cifar10", "resnet18", "pfl", 2): (0.3, 0.3, 0.3),
+    ("cifar10", "resnet18", "sfl", 1): (0.03, 0.03, 0.01),
+    ("cifar10", "resnet18", "sfl", 2): (0.03, 0.03, 0.03),
+    ("cinic10", "vgg9", "pfl", 1): (0.1, 0.1, 0.1),
+    ("cinic10", "vgg9", "pfl", 2): (0.1, 0.03, 0.1),
+    ("cinic10", "vgg9", "sfl", 1): (0.01, 0.003, 0.003),
+    ("cinic10", "vgg9", "sfl", 2): (0.01, 0.01, 0.01),
+    ("cinic10", "resnet18", "pfl", 1): (0.1, 0.1, 0.1),
+    ("cinic10", "resnet18", "pfl", 2): (0.3, 0.1, 0.3),
+    ("cinic10", "resnet18", "sfl", 1): (0.03, 0.03, 0.03),
+    ("cinic10", "resnet18", "sfl", 2): (0.03, 0.03, 0.01),
+}
+SFL_K = (5, 20, 50)
+SFL_CLIP = {"pfl": 10.0, "sfl": 50.0}
+SFL_SEEDS = (123, 1234, 12345)
+QUAD_GROUPS = {  # spec §5.1: (a1, b1), (a2, b2) with F_m(x) = a_m x^2 + b_m x
+    1: ((0.5, 0.0), (0.5, 0.0)),
+    2: ((0.5, 1.0), (0.5, -1.0)),
+    3: ((2 / 3, 1.0), (1 / 3, -1.0)),
+    4: ((1.0, 1.0), (0.0, -1.0)),
+}
+QUAD_K = (2, 10)
+QUAD_LR = 0.01  # one learning rate of the authors' grid for the table; plots show its curves
+QUAD_SEEDS = (1, 12, 123, 1234, 12345)
+
+
+def _sfl(ds: str) -> list[Cell]:
+    out = []
+    for model in SFL_MODELS:
+        for m in ("pfl", "sfl"):
+            for c in (1, 2):
+                for k, lr in zip(SFL_K, SFL_LR[(ds, model, m, c)]):
+                    ref = PaperRef(
+                        "sfl",
+                        "Table3_accuracy",
+                        m.upper(),
+                        "test_accuracy_pct",
+                        f"model={model},C={c},K={k} (K = local steps)",
+                    )
+                    out.append(
+                        runs(
+                            ds,
+                            f"{model} {m.upper()}",
+                            f"C={c} K={k}",
+                            "last25_acc",
+                            f"sfl-{ds}",
+                            ref,
+                            method=m,
+                            model=model,
+                            **{SFL_CLASSES: c},
+                            local_steps=k,
+                            lr=lr,
+                            grad_clip=SFL_CLIP[m],
+                        )
+                    )
+    return out
+
+
+def quad_constants(group: int) -> tuple[float, float]:
+    """(zeta*, delta) of a quadratic group: zeta* = max_m |F_m'(x*)|, delta = |a1 - a2|."""
+    (a1, b1), (a2, b2) = QUAD_GROUPS[group]
+    x_star = -(b1 + b2) / (2 * (a1 + a2))
+    zeta = max(abs(2 * a1 * x_star + b1), abs(2 * a2 * x_star + b2))
+    return zeta, abs(a1 - a2)
+
+
+def _winner(pfl, sfl):
+    if pfl is None or sfl is None:
+        return None
+    return "SFL" if sfl < pfl else ("PFL" if pfl < sfl else "tie")
+
+
+def _quadratic(ds: str) -> list[Cell]:
+    out = []
+    for g in QUAD_GROUPS:
+        row = f"Group {g}"
+        zeta, delta = quad_constants(g)
+        ref = PaperRef("sfl", "Table2_quadratic", "SFL vs PFL", "zeta_star", f"group={g}")
+        out.append(Cell(ds, row, "zeta*", const=zeta, paper=ref))
+        out.append(
+            Cell(
+                ds,
+                row,
+                "delta",
+                const=delta,
+                paper=PaperRef(
+                    "sfl",
+                    "Table2_quadratic",
+                    "SFL vs PFL",
+                    "zeta_star",
+                    f"group={g}",
+                    note_key="delta",
+                ),
+            )
+        )
+        for k in QUAD_K:
+            for m in ("pfl", "sfl"):
+                out.append(
+                    runs(
+                        ds,
+                        row,
+                        f"{m.upper()} K={k}",
+                        "final_dist",
+                        "sfl-quadratic",
+                        None,
+                        method=m,
+                        local_steps=k,
+                        lr=QUAD_LR,
+                        **{QUAD_GROUP: g},
+                    )
+                )
+            out.append(
+                Cell(
+                    ds,
+                    row,
+                    f"winner K={k}",
+                    derived=Derived(((row, f"PFL K={k}"), (row, f"SFL K={k}")), _winner),
+                    paper=PaperRef("sfl", "Fig1_quadratic", "SFL vs PFL", "winner", f"group={g}"),
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------- FedSoftMax
+
+SOFTMAX_METHODS = (("fedavg", "FedAvg"), ("fedsoftmax", "FedSoftMax"))
+SOFTMAX_SEEDS = (0, 1, 2, 3, 4)
+T_GRID = (5, 10, 20, 30)  # Fig. 5: "temperatures between 5 and 30"
+
+
+def _softmax_frameworks(metric: str, paper_table: str, paper_metric: str):
+    def build(ds: str) -> list[Cell]:
+        out = []
+        for m, label in SOFTMAX_METHODS:
+            for fw, over in FRAMEWORKS.items():
+                ref = PaperRef("fedsoftmax", paper_table, label, paper_metric, f"framework={fw}")
+                out.append(runs(ds, label, fw, metric, f"fedsoftmax-{ds}", ref, method=m, **over))
+        return out
+
+    return build
+
+
+def _temperature(ds: str) -> list[Cell]:
+    rows = [("FedAvg", {"method": "fedavg"}, None)]
+    rows += [(f"FedSoftMax T={t}", {"method": "fedsoftmax", SOFTMAX_T: t}, t) for t in T_GRID]
+    out = []
+    for label, over, t in rows:
+        for col, metric in (("R90", "r90"), ("best acc %", "best_acc")):
+            out.append(
+                runs(
+                    ds,
+                    label,
+                    col,
+                    metric,
+                    f"fedsoftmax-{ds}",
+                    None,
+                    x=t,
+                    **over,
+                    **FRAMEWORKS["NIID"],
+                )
+            )
+    return out
+
+
+def _participation(ds: str) -> list[Cell]:
+    return [
+        runs(
+            ds,
+            "FedSoftMax",
+            "NIID",
+            "best_acc",
+            f"fedsoftmax-{ds}",
+            None,
+            seeds=(0,),
+            method="fedsoftmax",
+            **FRAMEWORKS["NIID"],
+        )
+    ]
+
+
+# ---------------------------------------------------------------- FedProx (MLSys 2020)
+
+FEDPROX_DATASETS = ("synthetic-1-1", "mnist", "femnist", "shakespeare", "sent140")
+SYNTHETIC = ("synthetic-iid", "synthetic-0-0", "synthetic-0.5-0.5", "synthetic-1-1")
+STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
+
+
+def best_mu(ds: str) -> float:
+    """FedProx's best mu per dataset (§5.3.2), read from paper_values.csv."""
+    ref = PaperRef(
+        "fedprox", "Sec5.3.2_best_mu", "FedProx", "best_mu", dataset=ds.replace("-", "_")
+    )
+    v = lookup(ref, ds)
+    return float(v.value) if v is not None else 1.0
+
+
+def _stragglers(ds: str) -> list[Cell]:
+    mu = best_mu(ds)
+    rows = (
+        ("FedAvg", {"method": "fedavg"}),
+        ("FedProx mu=0", {"method": "fedprox", "mu": 0.0}),
+        (f"FedProx mu={mu:g}", {"method": "fedprox", "mu": mu}),
+    )
+    out = []
+    for label, over in rows:
+        for what, metric in (("loss", "final_train_loss"), ("acc", "final_acc")):
+            for s in STRAGGLER_LEVELS:
+                out.append(
+                    runs(
+                        ds,
+                        label,
+                        f"{what} {s:.0%}",
+                        metric,
+                        f"fedprox-{ds}",
+                        None,
+                        x=s,
+                        hetero="stragglers",
+                        stragglers=s,
+                        straggler_policy="drop-fedavg",
+                        **over,
+                    )
+                )
+    return out
+
+
+def _dissimilarity(ds: str) -> list[Cell]:
+    out = []
+    for label, mu in (("FedAvg (FedProx mu=0)", 0.0), ("FedProx mu=1", 1.0)):
+        for col, metric in (
+            ("final train loss", "final_train_loss"),
+            ("mean dissimilarity", "mean_dissimilarity"),
+        ):
+            out.append(
+                runs(
+                    ds,
+                    label,
+                    col,
+                    metric,
+                    f"fedprox-{ds}",
+                    None,
+                    method="fedprox",
+                    mu=mu,
+                    hetero="none",
+                    **DISSIMILARITY_OVERRIDES,
+                )
+            )
+    return out
+
+
+def _adaptive_mu(ds: str) -> list[Cell]:
+    mu0 = 1.0 if ds == "synthetic-iid" else 0.0  # App. C.3.3: start at 1 (IID), 0 (non-IID)
+    rows = (
+        ("FedAvg (FedProx mu=0)", {"mu": 0.0}),
+        (f"FedProx adaptive mu (from {mu0:g})", {"mu": mu0, **ADAPTIVE_MU}),
+        ("FedProx mu=1", {"mu": 1.0}),
+    )
+    return [
+        runs(
+            ds,
+            label,
+            "final train loss",
+            "final_train_loss",
+            f"fedprox-{ds}",
+            None,
+            method="fedprox",
+            hetero="none",
+            **over,
+        )
+        for label, over in rows
+    ]
+
+
+DATA_STATS = (
+    ("devices", "devices", "devices"),
+    ("samples", "samples", "samples"),
+    ("samples/device mean", "mean_per_device", "samples_per_device_mean"),
+    ("samples/device std", "std_per_device", "samples_per_device_std"),
+)
+
+
+def _data_stats(ds: str) -> list[Cell]:
+    return [
+        Cell(
+            ds,
+            ds,
+            col,
+            preset=f"fedprox-{ds}",
+            data_stat=stat,
+            paper=PaperRef("fedprox", "Table1_stats", "-", metric),
+        )
+        for col, stat, metric in DATA_STATS
+    ]
+
+
+# ---------------------------------------------------------------- the registry
+
+_CURVES = ("test_acc", "train_loss")
+
+TABLES: dict[str, TableSpec] = {
+    t.name: t
+    for t in (
+        TableSpec(
+            "runtime",
+            "FedLGA (TCYB 2023) Table V",
+            "Running time: seconds per round and to target",
+            FEDLGA_DATASETS,
+            _runtime,
+            plot=PlotSpec("curves", "seconds_to_target", _CURVES, panels="dataset"),
+            notes=(
+                "paper: GTX 1080Ti; ours: the device in the header. Compare ratios, not "
+                "seconds. Targets: FMNIST 65%, CIFAR-10 55%, CIFAR-100 40%.",
+                "fedbench plot runtime draws the learning curves of these runs (the default "
+                "setting: FedLGA Figs. 3-4, test accuracy and training loss).",
+            ),
+        ),
+        TableSpec(
+            "tau",
+            "FedLGA (TCYB 2023) Table VI",
+            "Rounds to target accuracy for tau_max",
+            FEDLGA_DATASETS,
+            _tau,
+            plot=PlotSpec("versus", "rounds_to_target", xlabel="tau_max / E"),
+            notes=(
+                "baselines run at tau_max = E-1; 'x FedLGA's rounds' is a baseline's rounds "
+                "over FedLGA's (paper: the CIFAR-100 text, 1.9x ... 1.1x).",
+            ),
+        ),
+        TableSpec(
+            "best-acc",
+            "FedLGA (TCYB 2023) Fig. 5",
+            "Best test accuracy",
+            FEDLGA_DATASETS,
+            _best_acc,
+            plot=PlotSpec("bars", "best_acc"),
+            notes=(
+                "paper numbers are from the text (CIFAR-10 only): FedLGA 64.44% 'improves' by "
+                "5.7, 3.8, ... %; the CSV's FedAvg 60.91% reads them as relative, the "
+                "'FedLGA minus this' column as points.",
+            ),
+        ),
+        TableSpec(
+            "epochs",
+            "FedLGA (TCYB 2023) Fig. 6",
+            "Rounds to target against local epochs E",
+            FEDLGA_DATASETS,
+            _versus_methods("E", E_GRID, _epochs_overrides, _epochs_paper),
+            plot=PlotSpec("versus", "rounds_to_target", xlabel="E (local epochs)"),
+            notes=(
+                "tau_max = E-1, rho = 0.5. The figure's E grid is not in the text (E=8 is); "
+                "E=5 matches Table VI.",
+            ),
+        ),
+        TableSpec(
+            "rho",
+            "FedLGA (TCYB 2023) Fig. 7",
+            "Rounds to target against the slow ratio rho",
+            FEDLGA_DATASETS,
+            _versus_methods(
+                "rho", RHO_GRID, lambda r: {"rho": r, "tau_max": _tau_full}, _rho_paper
+            ),
+            plot=PlotSpec("versus", "rounds_to_target", xlabel="rho"),
+            notes=("E = 5, tau_max = E-1; rho = 0.5 matches Table VI.",),
+        ),
+        TableSpec(
+            "devices",
+            "FedLGA (TCYB 2023) Fig. 8",
+            "FedLGA against the number of devices N",
+            ("cifar10", "cifar100"),
+            _fedlga_ablation("N", N_GRID, "N", _n_paper),
+            plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+        ),
+        TableSpec(
+            "sampled",
+            "FedLGA (TCYB 2023) Fig. 9",
+            "FedLGA against devices per round K",
+            ("cifar10", "cifar100"),
+            _fedlga_ablation("K", K_GRID, "K", _k_paper),
+            plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+        ),
+        TableSpec(
+            "imbalance",
+            "FedLGA (TCYB 2023) Fig. 10",
+            "FedLGA against data imbalance xi",
+            ("cifar10", "cifar100"),
+            _fedlga_ablation("xi", XI_GRID, IMBALANCE, lambda ds, v: None),
+            plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+        ),
+        TableSpec(
+            "sfl",
+            "SFL vs PFL (Li & Lyu) Table 3",
+            "Test accuracy, sequential vs parallel FL",
+            ("cifar10", "cinic10"),
+            _sfl,
+            seeds=SFL_SEEDS,
+            plot=PlotSpec("curves", "last25_acc", ("test_acc",), panels="col"),
+            notes=(
+                "ours: mean of the last 25 evaluations (spec §5.2), mean and spread over "
+                "seeds; the paper's +- (not compared) is likely the std of those 25 points.",
+            ),
+        ),
+        TableSpec(
+            "quadratic",
+            "SFL vs PFL (Li & Lyu) Table 2 / Fig. 1",
+            "Quadratic groups: heterogeneity and who converges closer",
+            ("quadratic",),
+            _quadratic,
+            seeds=QUAD_SEEDS,
+            plot=PlotSpec("curves", "final_dist", (QUAD_DISTANCE,), panels="row", logy=True),
+            notes=(
+                f"lr = {QUAD_LR}, R from the preset; the band in the plot is min-max over "
+                "seeds (SFL's random order).",
+            ),
+        ),
+        TableSpec(
+            "r90",
+            "FedSoftMax Table 3",
+            "Rounds to 90% test accuracy (R90)",
+            ("mnist", "fmnist"),
+            _softmax_frameworks("r90", "Table3_R90", "R90_ci"),
+            seeds=SOFTMAX_SEEDS,
+            spread="ci95",
+            plot=PlotSpec("curves", "r90", ("test_acc",), panels="col"),
+            notes=(
+                "R90 counts round 0 (before training) as index 0; spread: mean +- 1.96 "
+                "std/sqrt(runs), as the paper's interval.",
+            ),
+        ),
+        TableSpec(
+            "smoothness",
+            "FedSoftMax Table 4",
+            "Smoothness of the accuracy curve (lower = smoother)",
+            ("mnist", "fmnist"),
+            _softmax_frameworks("smoothness", "Table4_stability", "smoothness"),
+            seeds=SOFTMAX_SEEDS,
+            plot=PlotSpec("curves", "smoothness", ("local_acc", "test_acc"), panels="col"),
+            notes=(
+                "std(diff(c))/|mean(diff(c))| per run (spec §6.6), c = clients' local "
+                "accuracy (local_acc; train_acc or test_acc when not recorded).",
+            ),
+        ),
+        TableSpec(
+            "temperature",
+            "FedSoftMax Fig. 5",
+            "FedSoftMax(T) against FedAvg, MNIST NIID",
+            ("mnist", "fmnist"),
+            _temperature,
+            seeds=SOFTMAX_SEEDS,
+            plot=PlotSpec("curves", "r90", ("test_acc",), panels="dataset"),
+        ),
+        TableSpec(
+            "participation",
+            "FedSoftMax Fig. 7",
+            "Clients' aggregation weights per round",
+            ("mnist", "fmnist"),
+            _participation,
+            seeds=(0,),
+            plot=PlotSpec("heatmap", "best_acc"),
+            is_table=False,
+        ),
+        TableSpec(
+            "stragglers",
+            "FedProx (MLSys 2020) Fig. 1 (and Fig. 7)",
+            "Final training loss and test accuracy with 0/50/90% stragglers",
+            FEDPROX_DATASETS,
+            _stragglers,
+            plot=PlotSpec("curves", "final_train_loss", ("train_loss",), panels="col"),
+            notes=(
+                "FedAvg drops stragglers, FedProx keeps their partial work (the paper's "
+                "setup); the paper reports FedProx +22% test accuracy on average at 90%.",
+            ),
+        ),
+        TableSpec(
+            "dissimilarity",
+            "FedProx (MLSys 2020) Fig. 2",
+            "Training loss and gradient dissimilarity, no stragglers",
+            SYNTHETIC,
+            _dissimilarity,
+            plot=PlotSpec(
+                "curves", "final_train_loss", ("train_loss", DISSIMILARITY), panels="dataset"
+            ),
+        ),
+        TableSpec(
+            "adaptive-mu",
+            "FedProx (MLSys 2020) Fig. 3",
+            "Adaptive mu against fixed mu",
+            ("synthetic-iid", "synthetic-1-1"),
+            _adaptive_mu,
+            plot=PlotSpec("curves", "final_train_loss", ("train_loss",), panels="dataset"),
+        ),
+        TableSpec(
+            "data-stats",
+            "FedProx (MLSys 2020) Table 1",
+            "Statistics of the federated datasets",
+            ("mnist", "femnist", "shakespeare", "sent140"),
+            _data_stats,
+            seeds=(),
+        ),
+    )
+}
+
+
+def get_table(name: str, figure: bool = False) -> TableSpec:
+    if name not in TABLES:
+        kinds = [n for n, t in TABLES.items() if t.is_table or figure]
+        raise FedbenchError(f"unknown table {name!r}; choose one of: {', '.join(kinds)}")
+    spec = TABLES[name]
+    if not figure and not spec.is_table:
+        raise FedbenchError(f"{name} is a figure only; use: fedbench plot {name}")
+    if figure and spec.plot is None:
+        raise FedbenchError(f"{name} is a table only; use: fedbench table {name}")
+    return spec
+
+
+# ---------------------------------------------------------------- configs of cells
+
+
+def cell_config(
+    cell: Cell, seed: int, preset: str | None = None, sets: dict[str, Any] | None = None
+):
+    """The RunConfig of one seed of a cell: its preset (or `preset`), then the user's `sets`,
+    then the cell's own overrides (callables see the config built so far), validated."""
+    from fedbench.config import apply_overrides
+    from fedbench.presets import get_preset
+
+    cfg = get_preset(preset or cell.preset)
+    if sets:
+        cfg = apply_overrides(cfg, sets)
+    plain = {k: v for k, v in cell.overrides if not callable(v)}
+    if "method" in plain:  # first, so that the cell's own method parameters survive the switch
+        cfg = apply_overrides(cfg, {"method": plain.pop("method")})
+    cfg = apply_overrides(cfg, {**plain, "seed": seed})
+    later = {k: v(cfg) for k, v in cell.overrides if callable(v)}
+    if later:
+        cfg = apply_overrides(cfg, later)
+    return cfg.validate()
