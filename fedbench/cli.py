@@ -28,6 +28,12 @@ class FedbenchGroup(click.Group):
             raise OneLineError(str(e), 2) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # output piped into `head` and the like: not an error
+            import os
+            import sys
+
+            sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- python flushes it at exit
+            raise click.exceptions.Exit(0) from None
         except Exception as e:
             if (ctx.obj or {}).get("debug"):
                 raise

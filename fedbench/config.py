@@ -131,6 +131,7 @@ class RunConfig:
     straggler_policy: str = "partial"  # partial | drop | drop-fedavg (FedProx paper's baseline)
     # evaluation and records
     target_acc: float | None = None
+    stop_at_target: bool = False  # end the run at the first evaluation >= target_acc
     eval_every: int = 1
     eval_train: bool = False  # also evaluate the global model's loss on all training data
     device: str = "auto"
@@ -209,6 +210,8 @@ class RunConfig:
             raise FedbenchError("syn_alpha and syn_beta are standard deviations and must be >= 0")
         if self.target_acc is not None:
             _in_unit("target_acc", self.target_acc)
+        elif self.stop_at_target:
+            raise FedbenchError("stop_at_target needs target_acc; set target_acc=0.65 (say)")
         if self.hetero == "fedlga":
             e = self.work_units
             if not 1 <= self.tau_max < e:

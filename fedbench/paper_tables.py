@@ -355,6 +355,10 @@ TAU_FRACTIONS = (0.8, 0.6, 0.4, 0.2)  # Table VI: tau_max in {0.8, 0.6, 0.4, 0.2
 FEDLGA_TAU_ROW = "FedLGA tau_max=0.8E"
 
 
+# Tables V-VI measure rounds and seconds to the target: their runs end there (and share ids)
+TO_TARGET = {"stop_at_target": True}
+
+
 def _tau_full(cfg) -> int:
     return cfg.work_units - 1  # tau_max = E - 1 (the default heterogeneity)
 
@@ -383,7 +387,7 @@ def _runtime(ds: str) -> list[Cell]:
             ("total s to target", "seconds_to_target", "total_seconds_to_target"),
         ):
             ref = PaperRef("fedlga", "TableV_runtime", label, paper_metric)
-            out.append(runs(ds, label, col, metric, f"fedlga-{ds}", ref, method=m))
+            out.append(runs(ds, label, col, metric, f"fedlga-{ds}", ref, method=m, **TO_TARGET))
     return out
 
 
@@ -400,6 +404,7 @@ def _tau(ds: str) -> list[Cell]:
             x=f,
             method="fedlga",
             tau_max=_tau_fraction(f),
+            **TO_TARGET,
         )
         for f in TAU_FRACTIONS
     ]
@@ -415,6 +420,7 @@ def _tau(ds: str) -> list[Cell]:
                 x=0.8,  # tau_max = E-1 = 0.8E at the default E = 5
                 method=m,
                 tau_max=_tau_full,
+                **TO_TARGET,
             )
         )
         out.append(

@@ -168,6 +168,10 @@ def _train_claimed(
             if not math.isfinite(rec["local_loss"]) and rec["n_full"] + rec["n_partial"] > 0:
                 meta["status"] = "diverged"
                 break
+            if cfg.stop_at_target and rec.get("test_acc", -1.0) >= cfg.target_acc:
+                meta["status"] = "complete"
+                meta["stopped_at_target"] = r
+                break
             if time.monotonic() - last_flush > FLUSH_SECONDS:
                 atomic_write_parquet(run_dir / "rounds.parquet", rounds_frame(rows))
                 last_flush = time.monotonic()
