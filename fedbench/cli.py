@@ -470,7 +470,8 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
     path = Path(out) / f"{table_file_name(result)}.{ext}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_paper_table(result, fmt, header_lines(cmd, device)))
+    header = [*header_lines(cmd, device), result.compute_line()]
+    path.write_text(render_paper_table(result, fmt, header))
     click.echo(f"wrote {path}")
     for line in result.fill_commands():
         click.echo(f"missing runs; fill them with: {line}")
