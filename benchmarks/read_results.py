@@ -108,7 +108,7 @@ def time_reads(results: Path) -> dict:
         out["duckdb_s"] = None
     else:
         t0 = time.perf_counter()
-        duckdb.sql(f"select count(*) from read_parquet('{results}/*/rounds.parquet')").fetchone()
+        duckdb.sql(f"select count(*) from read_parquet('{results}/*/rounds.parquet')").fetchall()
         out["duckdb_s"] = time.perf_counter() - t0
     return out
 

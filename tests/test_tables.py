@@ -532,7 +532,7 @@ def test_results_are_plain_parquet(tmp_path):
     df = pd.concat([pd.read_parquet(f) for f in files])
     assert len(df) == len(files) * 6 and "test_acc" in df
     duckdb = pytest.importorskip("duckdb", reason="DuckDB is optional and not installed")
-    n = duckdb.sql(f"select count(*) from read_parquet('{res}/*/rounds.parquet')").fetchone()[0]
+    n = duckdb.sql(f"select count(*) from read_parquet('{res}/*/rounds.parquet')").fetchall()[0][0]
     assert n == len(df)
 
 
