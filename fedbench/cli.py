@@ -284,8 +284,7 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
     import pandas as pd
 
     from fedbench.config import apply_overrides, parse_set
-    from fedbench.data import load_arrays
-    from fedbench.data.partition import partition_stats
+    from fedbench.data import load_arrays, split_stats
     from fedbench.tables import console, rich_table
 
     overrides = parse_set(sets)
@@ -297,7 +296,7 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
 
     cfg = apply_overrides(get_preset(preset or "default"), overrides).validate_data()
     _, train_y, _, test_y, parts, num_classes, info, _ = load_arrays(cfg)
-    st = partition_stats(train_y, parts)
+    st = split_stats(train_y, parts, info)
     df = pd.DataFrame(
         [
             {

@@ -180,8 +180,8 @@ def _leaf_file(path, users):
 
 def _femnist_users(rng, sizes):
     return {
-        f"f{u:04d}_{k}": (rng.random((n, 784)).round(3).tolist(), rng.integers(0, 62, n).tolist())
-        for k, (u, n) in enumerate(sizes)
+        f"f{u:04d}": (rng.random((n, 784)).round(3).tolist(), rng.integers(0, 62, n).tolist())
+        for u, n in sizes
     }
 
 
@@ -207,6 +207,9 @@ def test_femnist_natural_split(femnist_dir):
     assert [len(i) for i in data.client_indices] == [5, 3, 4]
     assert data.train_x.shape == (12, 1, 28, 28) and data.test_x.shape == (5, 1, 28, 28)
     assert data.num_classes == 62 and data.info["devices"] == 3
+    # FedProx Table 1 counts whole devices: train + test samples (5+2, 3+1, 4+2)
+    assert data.info["samples"] == 17 and data.info["train_samples"] == 12
+    assert data.info["max_per_device"] == 7 and "device_sizes" not in data.info
     first = json.loads((femnist_dir / "femnist" / "train" / "a.json").read_text())
     u0 = first["users"][0]
     assert torch.allclose(data.train_x[0].flatten(), torch.tensor(first["user_data"][u0]["x"][0]))

@@ -117,7 +117,7 @@ def test_fedprox_mnist_stats_on_real_mnist():
     trx, try_, tex, tey, parts, info = fedprox_mnist(str(MNIST_DIR), 1000, 2, 2.0, seed=0)
     # FedProx Table 1: 1,000 devices, 69,035 samples (train + test), 69 +- 106 per device
     total = len(try_) + len(tey)
-    assert len(parts) == 1000 and info["total_samples"] == total
+    assert len(parts) == 1000 and info["total_samples"] == total == sum(info["device_sizes"])
     assert abs(total - 69035) < 0.03 * 69035
     for u, p in enumerate(parts[:50]):
         assert set(np.unique(try_[p]).tolist()) <= {u % 10, (u + 1) % 10}

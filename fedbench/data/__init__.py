@@ -226,6 +226,16 @@ def _to_tensor(a, dtype: torch.dtype) -> torch.Tensor:
     return t if t.dtype in (torch.uint8, torch.int64) else t.to(dtype)
 
 
+def split_stats(train_y: np.ndarray, parts: list[np.ndarray], info: dict) -> dict:
+    """Per-device statistics (FedProx Table 1). Datasets whose devices also hold test data
+    (LEAF, FedProx MNIST: info["device_sizes"]) count whole devices, as the paper does."""
+    stats = part.partition_stats(np.asarray(train_y), parts)
+    if info.get("device_sizes") is not None:
+        sizes = np.asarray(info["device_sizes"])
+        stats = {**stats, **part.size_stats(sizes), "train_samples": len(train_y)}
+    return stats
+
+
 def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
     dtype = getattr(torch, cfg.dtype)
     train_x, train_y, test_x, test_y, parts, num_classes, info, extras = load_arrays(cfg)
@@ -234,7 +244,8 @@ def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
         raise FedbenchError(
             f"{info['description']}: a device has no samples; lower N or change the partition"
         )
-    stats = part.partition_stats(train_y, parts)
+    stats = split_stats(train_y, parts, info)
+    info = {k: v for k, v in info.items() if k != "device_sizes"}
     emb = extras.get("embeddings")
     return FederatedData(
         train_x=_to_tensor(train_x, dtype).to(device),

@@ -30,6 +30,9 @@ def fedprox_mnist(data_dir, num_clients: int = 1000, p: int = 2, sigma: float = 
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     parts = [np.arange(offsets[i], offsets[i + 1]) for i in range(num_clients)]
     test = np.concatenate(test_parts)
-    info = {"total_samples": int(sum(len(d) for d in devices))}
+    info = {
+        "total_samples": int(sum(len(d) for d in devices)),
+        "device_sizes": [len(d) for d in devices],  # train + test, as FedProx's Table 1 counts
+    }
     shape = (-1, 1, 28, 28)
     return x[order].reshape(shape), y[order], x[test].reshape(shape), y[test], parts, info

@@ -208,8 +208,11 @@ def load_leaf(name: str, data_dir: str | None, glove: str | None = None) -> Leaf
         f"put LEAF's {name}/train and {name}/test JSON folders in --data-dir ({LEAF_URL})",
     )
     tr_users, tr_x, tr_y, tr_files = read_split(_split_dir(root, "train"))
-    _, te_x, te_y, te_files = read_split(_split_dir(root, "test"))
+    te_users, te_x, te_y, te_files = read_split(_split_dir(root, "test"))
     info: dict = {"source": str(root)}
+    # a device's train + test samples, as FedProx's Table 1 counts them
+    te_sizes = {u: len(y) for u, y in zip(te_users, te_y)}
+    info["device_sizes"] = [len(y) + te_sizes.get(u, 0) for u, y in zip(tr_users, tr_y)]
     embeddings = None
     if name == "femnist":
         train_x, train_y = _femnist(tr_x, tr_y, tr_files)

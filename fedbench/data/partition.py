@@ -74,17 +74,23 @@ def dirichlet(
     )
 
 
-def partition_stats(labels: np.ndarray, parts: list[np.ndarray]) -> dict:
-    """Like FedProx Table 1: devices, samples, mean and std per device, classes per device."""
-    sizes = np.array([len(p) for p in parts])
-    ncls = np.array([len(np.unique(labels[p])) for p in parts])
+def size_stats(sizes: np.ndarray) -> dict:
+    """Devices, samples, and mean / std / min / max samples per device."""
     return {
-        "devices": len(parts),
+        "devices": len(sizes),
         "samples": int(sizes.sum()),
         "mean_per_device": float(sizes.mean()),
         "std_per_device": float(sizes.std()),
         "min_per_device": int(sizes.min()),
         "max_per_device": int(sizes.max()),
+    }
+
+
+def partition_stats(labels: np.ndarray, parts: list[np.ndarray]) -> dict:
+    """Like FedProx Table 1: devices, samples, mean and std per device, classes per device."""
+    ncls = np.array([len(np.unique(labels[p])) for p in parts])
+    return {
+        **size_stats(np.array([len(p) for p in parts])),
         "classes_per_device_mean": float(ncls.mean()),
     }
 
