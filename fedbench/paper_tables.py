@@ -839,7 +839,7 @@ def _data_stats(ds: str) -> list[Cell]:
     return [
         Cell(
             ds,
-            ds,
+            f"fedprox-{ds}",
             col,
             preset=f"fedprox-{ds}",
             data_stat=stat,

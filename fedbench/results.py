@@ -213,6 +213,7 @@ class RunIndex:
         self.problems: list[str] = []
         self.by_key: dict[str, list[RunRecord]] = {}
         self._valid: dict[Path, bool] = {}
+        self._meta: dict = {}  # run dir -> Parquet footer read by rounds_ok (read once)
         if not self.results.is_dir():
             if must_exist:
                 raise FedbenchError(
@@ -263,7 +264,7 @@ class RunIndex:
             import pyarrow.parquet as pq
 
             try:
-                pq.read_metadata(rec.rounds_path)
+                self._meta[rec.run_dir] = pq.read_metadata(rec.rounds_path)
                 ok = True
             except Exception:
                 ok = False
@@ -290,11 +291,12 @@ class RunIndex:
         import pyarrow.parquet as pq
 
         try:
-            pf = pq.ParquetFile(rec.rounds_path)
+            meta = self._meta.get(rec.run_dir) or pq.read_metadata(rec.rounds_path)
             if columns is not None:
-                have = set(pf.schema_arrow.names)
+                have = set(meta.schema.names)
                 columns = [c for c in columns if c in have]
-            return pf.read(columns=columns).to_pandas()
+            pf = pq.ParquetFile(rec.rounds_path, metadata=meta)
+            return pf.read(columns=columns, use_threads=False).to_pandas(use_threads=False)
         except Exception as e:
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             self._problem(

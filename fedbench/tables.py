@@ -352,6 +352,8 @@ def evaluate_table(
 
 
 def _digits(res: CellResult) -> int:
+    if res.cell.kind == "data":  # counts, and per-device means/stds of counts
+        return 0 if isinstance(res.mean, (int, float)) and float(res.mean).is_integer() else 1
     return METRICS[res.cell.metric].digits if res.cell.metric in METRICS else 3
 
 
