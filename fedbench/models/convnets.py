@@ -1,6 +1,7 @@
 """The papers' conv nets, batched over k devices in the grouped layout (fedbench/models/layers.py).
 
-- cnn (FedSoftMax, spec §6.3): Conv(1->32,3x3)-ReLU-pool2-Conv(32->64,3x3)-ReLU-pool2-Linear(1600,C).
+- cnn (FedSoftMax, spec §6.3): Conv(1->32,3x3)-ReLU-pool2-Conv(32->64,3x3)-ReLU-pool2-
+  Linear(1600,C).
 - resnet20 (FedLGA's CIFAR ResNet "following Hsieh et al.", spec §2.3): widths 16/32/64, 3 stages
   of 3 BasicBlocks, BatchNorm (norm="bn") or GroupNorm (norm="gn") after every conv, global
   average pool, Linear(64, C).

@@ -15,7 +15,6 @@ Glorot-uniform, which differs only in scale.
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from fedbench.models import layers as L
