@@ -236,3 +236,13 @@ def test_charlstm_round_on_token_data():
     eng.run_round(1)
     assert b_ref.numel() == 0 and eng.buffers.numel() == 0
     assert torch.allclose(eng.w, w_ref, atol=TOL, rtol=0)
+
+
+def test_fedprox_adaptive_evaluates_new_model_with_new_buffers():
+    params = {"mu": 0.1, "adaptive": True}
+    eng = Engine(
+        resnet_config(local_epochs=1, method="fedprox", method_params=params), image_data()
+    )
+    rec = eng.run_round(1)
+    loss, _ = eng.evaluate(eng.data.train_x, eng.data.train_y)  # new global model and buffers
+    assert rec["global_train_loss"] == loss
