@@ -9,15 +9,16 @@
   adaptive average pool, Linear(256, C); 2,308,810 parameters for 10 classes (tested).
 - resnet18 (SFL's resnetii18, spec §5.2): CIFAR ResNet-18 with no normalization layers.
 
-Grouped convolutions vs torch.func.vmap(functional_call) — CPU, 2 threads, one
-loss_and_grad (forward + backward) of K=10 models on random 32x32 CIFAR batches, median of 5
-(`python benchmarks/engine_speed.py --layout`):
+Grouped convolutions vs torch.func.vmap(functional_call) — CPU, 1 thread on a busy 2-core
+machine, one loss_and_grad (forward + backward) of K=10 models on random 32x32 CIFAR batches,
+median of 3 (`python benchmarks/engine_speed.py --layout --rounds 3 --threads 1`):
 
-    resnet20 B=10: grouped 0.049 s, vmap 0.063 s;  B=20: grouped 0.080 s, vmap 0.105 s
-    vgg9     B=10: grouped 0.072 s, vmap 0.104 s;  B=20: grouped 0.124 s, vmap 0.160 s
+    resnet20 B=10: grouped 0.59 s, vmap 0.68 s;  B=20: grouped 1.14 s, vmap 1.27 s
+    vgg9     B=10: grouped 0.59 s, vmap 0.59 s;  B=20: grouped 1.14 s, vmap 1.12 s
 
-so the grouped layout is kept. (vmap's conv batching rule also ends in a grouped conv; the
-difference is its per-op overhead and extra reshapes.) NetModel.forward_vmap keeps the vmap
+so the grouped layout is kept (vmap's conv batching rule also ends in a grouped conv; the
+difference is its per-op overhead and extra reshapes). On CPU both are compute-bound and no faster
+than K separate modules (0.58/1.06 s and 0.45/0.83 s). NetModel.forward_vmap keeps the vmap
 version for that measurement and as a cross-check in tests.
 
 Deviations, all documented at the class:
