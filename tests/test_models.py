@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import tiny_config
+from test_datasets import _leaf_file, _tweet, cifar10_dir  # noqa: F401 (fixture)
 from torch import nn
 
 from fedbench.data import FederatedData
@@ -246,3 +247,69 @@ def test_fedprox_adaptive_evaluates_new_model_with_new_buffers():
     rec = eng.run_round(1)
     loss, _ = eng.evaluate(eng.data.train_x, eng.data.train_y)  # new global model and buffers
     assert rec["global_train_loss"] == loss
+
+
+# ---------------------------------------------------------------- the data loaders' tensors
+def test_cifar_pipeline_resnet20_equals_loop(cifar10_dir):  # noqa: F811 (fixture)
+    """uint8 CIFAR through the input pipeline (normalize, resize) into ResNet-20."""
+    cfg = resnet_config(
+        dataset="cifar10",
+        partition="iid",
+        resize=8,
+        batch_size=10,
+        local_epochs=1,
+        dtype="float64",
+        data_dir=str(cifar10_dir),
+    )
+    eng = Engine(cfg.validate())
+    assert eng.data.train_x.dtype == torch.uint8 and eng.model.image_shape == (3, 8, 8)
+    w_ref, b_ref = reference_round(eng, 1)
+    eng.run_round(1)
+    assert torch.allclose(eng.w, w_ref, atol=TOL, rtol=0)
+    assert torch.allclose(eng.buffers, b_ref, atol=TOL, rtol=0)
+    assert 0 <= eng.eval_record()["test_acc"] <= 1
+
+
+@pytest.mark.parametrize("name", ["shakespeare", "sent140", "sent140-glove"])
+def test_leaf_tokens_reach_the_lstms(tmp_path, name):
+    """LEAF's int64 token ids, its vocabulary (info) and GloVe table (embeddings) build the
+    model the data needs, and a round equals the per-client loop."""
+    dataset = name.split("-")[0]
+    root = tmp_path / dataset
+    if dataset == "shakespeare":
+        line = ("To be, or not to be: that is the question. " * 2)[:80]
+        train = {"A": ([line, line[1:] + "!"], ["W", "a"]), "B": ([line] * 3, ["a", "b", "c"])}
+        test = {"A": ([line], ["}"])}
+    else:
+        train = {
+            "a": ([_tweet("good day good"), _tweet("bad day")], [1, 0]),
+            "b": ([_tweet("ok"), _tweet("good ok")], ["4", "0"]),
+        }
+        test = {"a": ([_tweet("good unseen")], [1])}
+    _leaf_file(root / "train" / "t.json", train)
+    _leaf_file(root / "test" / "t.json", test)
+    glove = None
+    if name.endswith("glove"):
+        glove = tmp_path / "glove.txt"
+        glove.write_text("good 0.1 0.2 0.3\nday -1 0 1\nok 0 0.5 0\n")
+    model = "charlstm" if dataset == "shakespeare" else "sentlstm"
+    cfg = tiny_config(
+        dataset=dataset,
+        partition="natural",
+        data_dir=str(tmp_path),
+        model=model,
+        num_clients=2,
+        clients_per_round=2,
+        local_epochs=1,
+        batch_size=2,
+        glove=None if glove is None else str(glove),
+    ).validate()
+    eng = Engine(cfg)
+    assert eng.data.train_x.dtype == torch.int64
+    assert eng.model.vocab_size == eng.data.info["vocab_size"] or glove is not None
+    if glove is not None:  # the frozen table, no embedding parameter
+        assert eng.model.frozen is eng.data.embeddings and eng.model.vocab_size == 4
+        assert "embed.weight" not in [s.name for s in eng.model.slots]
+    w_ref, _ = reference_round(eng, 1)
+    eng.run_round(1)
+    assert torch.allclose(eng.w, w_ref, atol=TOL, rtol=0)
