@@ -8,13 +8,15 @@ round is timed the same way against FedAvg's.
     python benchmarks/engine_speed.py                       # FedLGA-FMNIST round, 2 threads
     python benchmarks/engine_speed.py --rounds 8 --methods fedlga,scaffold,fedsam
     python benchmarks/engine_speed.py --device cuda --threads 0
-    python benchmarks/engine_speed.py --model resnet20 --rounds 3 --set local_steps=2
-    python benchmarks/engine_speed.py --model vgg9 --rounds 3 --set local_steps=2
+    python benchmarks/engine_speed.py --model resnet20 --rounds 5
+    python benchmarks/engine_speed.py --model vgg9 --rounds 5
     python benchmarks/engine_speed.py --layout        # grouped conv vs vmap, K=10, B=10/20
 
 --model (cnn, resnet20, vgg9, resnet18, charlstm, sentlstm) replaces the preset's data with random
-tensors of the model's input shape (CIFAR 3x32x32, MNIST 1x28x28, 80 or 25 token ids), since
-the real datasets may be absent: K=10 devices of 500 samples each, B=20, SGD.
+but fixed tensors of the model's input shape (CIFAR 3x32x32, MNIST 1x28x28, 80 or 25 token ids),
+since the real datasets may be absent: K=10 devices of 500 samples each, B=10, 5 local steps
+(--set local_steps=... to change), plain SGD, float32. The loop side trains one nn.Module per
+device (train mode, BatchNorm's running statistics averaged like the parameters).
 """
 
 from __future__ import annotations
@@ -32,10 +34,16 @@ from fedbench.engine import Engine
 from fedbench.methods import METHODS
 from fedbench.reference import client_batches, reference_local
 
+State = tuple[torch.Tensor, torch.Tensor]  # global model [D] and buffers [Db] (BatchNorm)
 
-def engine_round(eng: Engine, r: int, w0: torch.Tensor) -> float:
-    """Time one full engine round (plan, batched local training, aggregation) from w0."""
-    eng.w = w0.clone()
+
+def set_state(eng: Engine, state: State) -> None:
+    eng.w, eng.buffers = (t.clone() for t in state)
+
+
+def engine_round(eng: Engine, r: int, state: State) -> float:
+    """Time one full engine round (plan, batched local training, aggregation) from state."""
+    set_state(eng, state)
     synchronize(eng.device)
     t0 = time.perf_counter()
     eng.run_round(r)
@@ -43,25 +51,26 @@ def engine_round(eng: Engine, r: int, w0: torch.Tensor) -> float:
     return time.perf_counter() - t0
 
 
-def loop_round(eng: Engine, r: int, w0: torch.Tensor) -> float:
+def loop_round(eng: Engine, r: int, state: State) -> float:
     """Time the same round with the per-client DataLoader loop (plan made outside the timer,
     as a loop would get its DataLoaders for free)."""
-    eng.w = w0.clone()
+    set_state(eng, state)
     plan = eng.plan_round(r)
     batches = [client_batches(plan, row) for row in range(plan.k)]
     ctx = eng.context(r, plan, eng.lr_at(r))
     synchronize(eng.device)
     t0 = time.perf_counter()
-    finals = reference_local(eng, plan, ctx.lr, batches=batches)
-    eng.w = ctx.weights.to(finals.dtype) @ finals
+    finals, buffers = reference_local(eng, plan, ctx.lr, batches=batches)
+    p = ctx.weights.to(finals.dtype)
+    eng.w, eng.buffers = p @ finals, p @ buffers
     synchronize(eng.device)
     return time.perf_counter() - t0
 
 
-def warm_state(eng: Engine, rounds: int = 2) -> torch.Tensor:
+def warm_state(eng: Engine, rounds: int = 2) -> State:
     for r in range(1, rounds + 1):
         eng.run_round(r)
-    return eng.w.clone()
+    return eng.w.clone(), eng.buffers.clone()
 
 
 def compare(label: str, fa, fb, rounds: int) -> None:
@@ -111,58 +120,62 @@ def random_data(model: str, num_clients: int, per_client: int = 500) -> Federate
     return FederatedData(x, y, x[:1000], y[:1000], idx, classes, info)
 
 
-def layout_speed(reps: int = 7) -> None:
+def layout_speed(reps: int) -> None:
     """One loss_and_grad (forward + backward) of K=10 conv nets: grouped convolutions vs
     vmap(functional_call), and K separate nn.Modules for scale; the three alternate rep by rep
-    (this machine is shared) and we print the medians."""
+    (--rounds reps; this machine is shared) and we print the medians."""
     from fedbench.models import BatchedResNet20, BatchedVGG9
 
     print(f"{'model':<16} {'B':>3} {'grouped':>9} {'vmap':>9} {'K modules':>10}  vmap/grouped")
     for model in (BatchedResNet20(), BatchedVGG9()):
-        k = 10
-        w = torch.stack([model.init(generator(0, "init", i)) for i in range(k)])
-        buf = model.init_buffers().expand(k, -1).clone() if model.buffer_dim else None
-        kw = {"buffers": buf} if model.buffer_dim else {}
-        nets = [model.to_module(w[i]).train() for i in range(k)]
         for bsz in (10, 20):
-            x = torch.randn(k, bsz, 3, 32, 32)
-            y = torch.randint(0, 10, (k, bsz))
-            wt = torch.full((k, bsz), 1.0 / bsz)
-
-            def grouped():
-                model.loss_and_grad(w, x, y, wt, **kw)
-
-            def vmapped():
-                leaves = [p.detach().requires_grad_(True) for p in model.unflatten(w)]
-                logits = model.forward_vmap(leaves, x, buf)
-                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
-                torch.autograd.grad(loss * k, leaves)
-
-            def modules():
-                for i, net in enumerate(nets):
-                    loss = torch.nn.functional.cross_entropy(net(x[i]), y[i])
-                    torch.autograd.grad(loss, list(net.parameters()))
-
-            fns = {"grouped": grouped, "vmap": vmapped, "modules": modules}
-            times: dict[str, list[float]] = {name: [] for name in fns}
-            for fn in fns.values():
-                fn()  # warm-up
-            for _ in range(reps):
-                for name, fn in fns.items():
-                    t0 = time.perf_counter()
-                    fn()
-                    times[name].append(time.perf_counter() - t0)
-            med = {name: statistics.median(ts) for name, ts in times.items()}
+            med = _layout_times(model, 10, bsz, reps)
             print(
                 f"{type(model).__name__:<16} {bsz:>3} {med['grouped']:8.3f}s {med['vmap']:8.3f}s "
                 f"{med['modules']:9.3f}s  {med['vmap'] / med['grouped']:.2f}x"
             )
 
 
+def _layout_times(model, k: int, bsz: int, reps: int) -> dict[str, float]:
+    """Median seconds of one forward + backward of k models on batches of bsz, three ways."""
+    w = torch.stack([model.init(generator(0, "init", i)) for i in range(k)])
+    buf = model.init_buffers().expand(k, -1).clone() if model.buffer_dim else None
+    kw = {"buffers": buf} if model.buffer_dim else {}
+    nets = [model.to_module(w[i]).train() for i in range(k)]
+    x = torch.randn(k, bsz, 3, 32, 32, generator=generator(0, "layout-data"))
+    y = torch.randint(0, 10, (k, bsz), generator=generator(0, "layout-labels"))
+    wt = torch.full((k, bsz), 1.0 / bsz)
+
+    def grouped():
+        model.loss_and_grad(w, x, y, wt, **kw)
+
+    def vmapped():
+        leaves = [p.detach().requires_grad_(True) for p in model.unflatten(w)]
+        logits = model.forward_vmap(leaves, x, buf)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+        torch.autograd.grad(loss * k, leaves)
+
+    def modules():
+        for i, net in enumerate(nets):
+            loss = torch.nn.functional.cross_entropy(net(x[i]), y[i])
+            torch.autograd.grad(loss, list(net.parameters()))
+
+    fns = {"grouped": grouped, "vmap": vmapped, "modules": modules}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()  # warm-up
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--preset", default="fedlga-fmnist")
-    ap.add_argument("--rounds", type=int, default=6, help="timed rounds per comparison")
+    ap.add_argument("--rounds", type=int, default=6, help="timed rounds (--layout: reps)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--methods", default="", help="also time these methods against fedavg")
@@ -174,12 +187,13 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.layout:
-        layout_speed()
+        layout_speed(args.rounds)
         return
     overrides = dict(s.split("=", 1) for s in args.sets)
     data = None
     if args.model:
-        base = dict(model=args.model, num_clients=10, clients_per_round=10, batch_size=20)
+        base = dict(model=args.model, num_clients=10, clients_per_round=10, batch_size=10)
+        base["local_steps"] = 5
         base.update({"hetero": "none", "lr": 0.01, "dtype": "float32"})
         overrides = {**base, **overrides}
     overrides.update(device=args.device, method="fedavg")
@@ -188,18 +202,19 @@ def main() -> None:
         data = random_data(args.model, cfg.num_clients)
     eng = Engine(cfg, data)
     label = f"random {args.model} data" if args.model else args.preset
+    work = f"steps={cfg.local_steps}" if cfg.local_steps else f"E={cfg.local_epochs}"
     print(
-        f"# {label}: N={cfg.num_clients} K={cfg.clients_per_round} E={cfg.local_epochs} "
+        f"# {label}: N={cfg.num_clients} K={cfg.clients_per_round} {work} "
         f"B={cfg.batch_size} model={cfg.model} D={eng.model.dim} hetero={cfg.hetero} "
         f"device={eng.device} threads={torch.get_num_threads()}"
     )
-    w0 = warm_state(eng)
+    state = warm_state(eng)
     print(f"{'comparison':<44} {'engine':>10}  {'other':>10}")
     if not args.no_loop:
         compare(
             "fedavg: batched engine vs per-client loop",
-            lambda r: engine_round(eng, 100 + r, w0),
-            lambda r: loop_round(eng, 100 + r, w0),
+            lambda r: engine_round(eng, 100 + r, state),
+            lambda r: loop_round(eng, 100 + r, state),
             args.rounds,
         )
     for name in filter(None, args.methods.split(",")):
@@ -209,8 +224,8 @@ def main() -> None:
         other = Engine(build_config(args.preset, None, {**overrides, "method": name}), eng.data)
         compare(
             f"{name} vs fedavg (engine round)",
-            lambda r: engine_round(eng, 100 + r, w0),
-            lambda r, o=other: engine_round(o, 100 + r, w0),
+            lambda r: engine_round(eng, 100 + r, state),
+            lambda r, o=other: engine_round(o, 100 + r, state),
             args.rounds,
         )
 

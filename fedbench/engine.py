@@ -5,6 +5,12 @@ step is one batched forward/backward over all still-active devices, and the data
 torch device. Devices are ordered by how many steps they run (most first), so at step s the active
 devices are the first k_s rows: partial work is a shorter prefix, never a special case, and
 finished devices cost nothing.
+
+Models with BatchNorm also carry buffers (running statistics, [Db] flat like the parameters):
+the engine keeps the global buffers, gives each training device its own copy [K, Db] at the
+round's start, lets train-mode steps update them in place, averages them after the round like
+FedAvg averages parameters (merged_buffers), and evaluates with them. Models without buffers
+(buffer_dim == 0) get no `buffers=` argument anywhere: their code path is unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
 from fedbench.hetero import sample_work
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
+from fedbench.methods.base import weighted_mean
 from fedbench.models import build_model
 
 
@@ -64,10 +71,14 @@ class Engine:
         self.device = resolve_device(cfg.device)
         self.dtype = getattr(torch, cfg.dtype)
         self.data = data if data is not None else load_federated(cfg, self.device)
-        self.model = build_model(cfg, self.data.input_shape, self.data.num_classes)
+        self.model = build_model(
+            cfg, self.data.input_shape, self.data.num_classes, self.data.info, self.data.embeddings
+        )
         self.method = build_method(cfg.method, cfg.method_params)
         self.sizes = self.data.sizes  # CPU [N]
         self.w = self.model.init(generator(cfg.seed, "init"), self.dtype).to(self.device)
+        # global buffers [Db] (BatchNorm running statistics); empty for most models
+        self.buffers = self.model.init_buffers(self.dtype).to(self.device)
         self.method.setup(
             Setup(
                 num_clients=self.data.num_clients,
@@ -164,12 +175,23 @@ class Engine:
         )
 
     def train_local(
-        self, ctx: RoundContext, plan: RoundPlan, start: torch.Tensor, local: dict
+        self,
+        ctx: RoundContext,
+        plan: RoundPlan,
+        start: torch.Tensor,
+        local: dict,
+        start_buffers: torch.Tensor | None = None,
     ) -> LocalResult:
-        """Run every device of `plan` from `start` ([D] or [K, D]) as one batched computation."""
+        """Run every device of `plan` from `start` ([D] or [K, D]) as one batched computation;
+        models with buffers start from `start_buffers` ([Db] or [K, Db], default: the global
+        buffers) and each device's final buffers come back in the result."""
         cfg, model, method = self.cfg, self.model, self.method
         k = plan.k
         w = start.expand(k, -1).clone() if start.dim() == 1 else start.clone()
+        buf = None
+        if model.buffer_dim:
+            b0 = self.buffers if start_buffers is None else start_buffers
+            buf = b0.expand(k, -1).clone() if b0.dim() == 1 else b0.clone()
         if cfg.momentum:
             local["_momentum"] = torch.zeros_like(w)
         s_max = plan.batch_idx.shape[1]
@@ -189,15 +211,19 @@ class Engine:
             rows = plan.batch_idx[:ka, s]
             xb, yb, bw = x_all[rows], y_all[rows], plan.batch_weight[:ka, s]
             xb = self.data.train_transform(xb, None if aug is None else aug[:ka, s])
+            bkw = {} if buf is None else {"buffers": buf[:ka]}  # updated in place
             if fused:
                 with torch.no_grad():
-                    step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay)
+                    step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay, **bkw)
                 continue
             lk = {name: t[:ka] for name, t in local.items()}
             first = []
 
-            def grad_fn(v, xb=xb, yb=yb, bw=bw, first=first, ka=ka):
-                losses, g = model.loss_and_grad(v, xb, yb, bw)
+            def grad_fn(v, xb=xb, yb=yb, bw=bw, first=first, ka=ka, bkw=bkw):
+                # the step's first gradient (at the devices' current models) records the batch
+                # in the running statistics; further ones on the same batch (FedSAM's perturbed
+                # point) use batch statistics only, so each batch is recorded once
+                losses, g = model.loss_and_grad(v, xb, yb, bw, **({} if first else bkw))
                 if cfg.grad_clip is not None:
                     norm = g.norm(dim=1, keepdim=True)
                     g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp(max=1.0))
@@ -224,6 +250,7 @@ class Engine:
             mean_loss=mean_loss,
             last_epoch_loss=last_loss,
             grad_evals=grad_evals,
+            buffers=buf,
         )
 
     def _loss_summaries(self, plan: RoundPlan, step_loss: torch.Tensor):
@@ -257,6 +284,7 @@ class Engine:
                 res = self.train_local(ctx, plan, self.w, local)
             new_w, extra = self.method.aggregate(ctx, res)
             self.w = new_w.detach()
+            self.buffers = self.merged_buffers(ctx, res)
         synchronize(self.device)
         seconds = time.perf_counter() - t0
         p = ctx.weights
@@ -276,6 +304,17 @@ class Engine:
         record.update(extra)
         return record
 
+    def merged_buffers(self, ctx: RoundContext, res: LocalResult) -> torch.Tensor:
+        """The global buffers after a round: the devices' final buffers averaged with the round's
+        aggregation weights p_i (n_i-proportional or uniform, as FedAvg averages parameters;
+        dropped devices never trained and are not in res), whatever rule the method applies to
+        the parameters. SFL's chain (res.order) keeps the last device's, as it keeps its model."""
+        if res.buffers is None:
+            return self.buffers
+        if res.order is not None:
+            return res.buffers[res.order[-1]].clone()
+        return weighted_mean(res.buffers, ctx.weights)
+
     def _train_sequential(self, ctx: RoundContext, plan: RoundPlan, local: dict) -> LocalResult:
         """SFL: the round's devices one after another, in a random order drawn from the run's
         seed and the round, each starting from the previous device's final model.
@@ -286,7 +325,7 @@ class Engine:
         as a one-row plan cut to its own steps; the method sees the full round's ctx.
         """
         order = torch.randperm(plan.k, generator=generator(self.cfg.seed, "order", ctx.round))
-        w = self.w
+        w, b = self.w, self.buffers  # buffers (if any) are chained like the model
         outs: list[LocalResult | None] = [None] * plan.k
         for i in order.tolist():
             sub_plan = plan.rows(slice(i, i + 1))
@@ -294,8 +333,9 @@ class Engine:
             sub_plan.batch_idx = sub_plan.batch_idx[:, :s_i]
             sub_plan.batch_weight = sub_plan.batch_weight[:, :s_i]
             sub = {n: t[i : i + 1] for n, t in local.items()}
-            out = self.train_local(ctx, sub_plan, w, sub)
+            out = self.train_local(ctx, sub_plan, w, sub, b)
             w = out.w[0]
+            b = out.buffers[0] if out.buffers is not None else b
             outs[i] = out
         return LocalResult(
             w=torch.cat([o.w for o in outs]),
@@ -305,20 +345,30 @@ class Engine:
             last_epoch_loss=torch.cat([o.last_epoch_loss for o in outs]),
             grad_evals=torch.cat([o.grad_evals for o in outs]),
             order=order.to(self.device),
+            buffers=None if outs[0].buffers is None else torch.cat([o.buffers for o in outs]),
         )
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
     def evaluate(
-        self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None = None, chunk: int = 10000
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        w: torch.Tensor | None = None,
+        chunk: int = 10000,
+        buffers: torch.Tensor | None = None,
     ) -> tuple[float, float]:
-        """(mean cross-entropy, accuracy) of w (default: the global model), in batched chunks."""
+        """(mean cross-entropy, accuracy) of w (default: the global model), in batched chunks;
+        in eval mode, with `buffers` (default: the global buffers) for models that have them."""
         loss_sum, correct = 0.0, 0
         w = (self.w if w is None else w).unsqueeze(0)
+        bkw = {}
+        if self.model.buffer_dim:
+            bkw["buffers"] = (self.buffers if buffers is None else buffers).unsqueeze(0)
         chunk = min(chunk, self.data.eval_chunk)
         for i in range(0, len(y), chunk):
             xb, yb = self.data.eval_transform(x[i : i + chunk]).unsqueeze(0), y[i : i + chunk]
-            logits = self.model.predict(w, xb)[0]
+            logits = self.model.predict(w, xb, **bkw)[0]
             loss_sum += float(torch.nn.functional.cross_entropy(logits, yb, reduction="sum"))
             correct += int((logits.argmax(1) == yb).sum())
         return loss_sum / len(y), correct / len(y)
@@ -329,7 +379,9 @@ class Engine:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Each device's full local loss and gradient at w ([D], or [k, D] one row per device):
         (loss [k], grad [k, D]), batched over the devices, chunked over their samples.
-        Used by MimeLite's server statistics and FedProx's dissimilarity metric."""
+        Used by MimeLite's server statistics, FedProx's dissimilarity metric and FedSoftMax's
+        loss=start. BatchNorm models run in train mode on batch statistics (of each chunk, padding
+        left out) without touching any buffers: a gradient is a train-mode quantity."""
         k = len(clients)
         w = w.expand(k, -1) if w.dim() == 1 else w
         members = [self.data.client_indices[int(c)] for c in clients]

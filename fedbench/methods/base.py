@@ -80,6 +80,8 @@ class LocalResult:
     grad_evals: torch.Tensor | None = None  # [K] gradient evaluations (mini-batch passes)
     # SFL only: the rows in the order they trained (each started from the previous one's model)
     order: torch.Tensor | None = None
+    # models with buffers (BatchNorm): each device's final buffers [K, Db]; None without
+    buffers: torch.Tensor | None = None
 
     @property
     def delta(self) -> torch.Tensor:

@@ -115,6 +115,8 @@ class FedProx(Method):
             rec["mu"] = self.mu
             if self.adaptive.prev_loss is None:  # round 1 compares with the initial model
                 self.adaptive.update(eng.evaluate(x, y, w=ctx.global_w)[0])
-            rec["global_train_loss"] = eng.evaluate(x, y, w=new_w)[0]
+            # a BatchNorm model with its new running statistics (the engine's next global ones)
+            kw = {"buffers": eng.merged_buffers(ctx, res)} if eng.model.buffer_dim else {}
+            rec["global_train_loss"] = eng.evaluate(x, y, w=new_w, **kw)[0]
             self.adaptive.update(rec["global_train_loss"])
         return new_w, rec

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from math import prod
 
+import torch
+
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.models.base import BatchedModel
@@ -11,8 +13,6 @@ from fedbench.models.convnets import BatchedCNN, BatchedResNet18, BatchedResNet2
 from fedbench.models.lstm import BatchedLSTM, char_lstm, sent_lstm
 from fedbench.models.mlp import BatchedMLP
 from fedbench.models.quadratic import BatchedQuadratic
-
-SENT140_VOCAB = 10000  # sentlstm's vocabulary when the data does not give one (info["vocab_size"])
 
 
 def _image_shape(input_shape: tuple[int, ...], channels: int, name: str) -> tuple[int, ...]:
@@ -28,11 +28,24 @@ def _image_shape(input_shape: tuple[int, ...], channels: int, name: str) -> tupl
     return (channels, side, side)
 
 
+TOKEN_DATASETS = {"charlstm": "shakespeare", "sentlstm": "sent140"}
+
+
 def build_model(
-    cfg: RunConfig, input_shape: tuple[int, ...], num_classes: int, info: dict | None = None
+    cfg: RunConfig,
+    input_shape: tuple[int, ...],
+    num_classes: int,
+    info: dict | None = None,
+    embeddings: torch.Tensor | None = None,
 ) -> BatchedModel:
-    """`info` is the dataset's info dict (sentlstm reads its vocabulary size from it)."""
+    """`info` is the dataset's info dict (the LSTMs read the vocabulary size from it),
+    `embeddings` its frozen word vectors (sent140 with GloVe)."""
     info = info or {}
+    if cfg.model in TOKEN_DATASETS and "vocab_size" not in info:
+        raise FedbenchError(
+            f"model={cfg.model} reads token ids, and dataset {cfg.dataset} has none; "
+            f"use dataset={TOKEN_DATASETS[cfg.model]}"
+        )
     n_in = prod(input_shape)
     if cfg.model == "logreg":
         return BatchedMLP([n_in, num_classes], init=cfg.init)
@@ -49,9 +62,9 @@ def build_model(
     if cfg.model == "resnet18":
         return BatchedResNet18(num_classes, _image_shape(input_shape, 3, cfg.model))
     if cfg.model == "charlstm":
-        return char_lstm(info.get("vocab_size", num_classes))
+        return char_lstm(info["vocab_size"])
     if cfg.model == "sentlstm":
-        return sent_lstm(info.get("vocab_size", SENT140_VOCAB), num_classes)
+        return sent_lstm(info["vocab_size"], num_classes, embeddings)
     raise AssertionError(cfg.model)  # validated in RunConfig
 
 

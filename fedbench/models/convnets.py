@@ -1,6 +1,7 @@
 """The papers' conv nets, batched over k devices in the grouped layout (fedbench/models/layers.py).
 
-- cnn (FedSoftMax, spec §6.3): Conv(1->32,3x3)-ReLU-pool2-Conv(32->64,3x3)-ReLU-pool2-Linear(1600,C).
+- cnn (FedSoftMax, spec §6.3): Conv(1->32,3x3)-ReLU-pool2-Conv(32->64,3x3)-ReLU-pool2-
+  Linear(1600,C).
 - resnet20 (FedLGA's CIFAR ResNet "following Hsieh et al.", spec §2.3): widths 16/32/64, 3 stages
   of 3 BasicBlocks, BatchNorm (norm="bn") or GroupNorm (norm="gn") after every conv, global
   average pool, Linear(64, C).
@@ -8,15 +9,16 @@
   adaptive average pool, Linear(256, C); 2,308,810 parameters for 10 classes (tested).
 - resnet18 (SFL's resnetii18, spec §5.2): CIFAR ResNet-18 with no normalization layers.
 
-Grouped convolutions vs torch.func.vmap(functional_call) — CPU, 2 threads, one
-loss_and_grad (forward + backward) of K=10 models on random 32x32 CIFAR batches, median of 5
-(`python benchmarks/engine_speed.py --layout`):
+Grouped convolutions vs torch.func.vmap(functional_call) — CPU, 1 thread on a busy 2-core
+machine, one loss_and_grad (forward + backward) of K=10 models on random 32x32 CIFAR batches,
+median of 3 (`python benchmarks/engine_speed.py --layout --rounds 3 --threads 1`):
 
-    resnet20 B=10: grouped 0.049 s, vmap 0.063 s;  B=20: grouped 0.080 s, vmap 0.105 s
-    vgg9     B=10: grouped 0.072 s, vmap 0.104 s;  B=20: grouped 0.124 s, vmap 0.160 s
+    resnet20 B=10: grouped 0.59 s, vmap 0.68 s;  B=20: grouped 1.14 s, vmap 1.27 s
+    vgg9     B=10: grouped 0.59 s, vmap 0.59 s;  B=20: grouped 1.14 s, vmap 1.12 s
 
-so the grouped layout is kept. (vmap's conv batching rule also ends in a grouped conv; the
-difference is its per-op overhead and extra reshapes.) NetModel.forward_vmap keeps the vmap
+so the grouped layout is kept (vmap's conv batching rule also ends in a grouped conv; the
+difference is its per-op overhead and extra reshapes). On CPU both are compute-bound and no faster
+than K separate modules (0.58/1.06 s and 0.45/0.83 s). NetModel.forward_vmap keeps the vmap
 version for that measurement and as a cross-check in tests.
 
 Deviations, all documented at the class:
@@ -37,21 +39,23 @@ from fedbench.models import layers as L
 from fedbench.models.net import NetModel
 
 
-def _image(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-    """x [k, B, ...] -> [k, B, C, H, W] (flattened images are reshaped, channels added)."""
-    return x.reshape(*x.shape[:2], *shape)
+def _image(x: torch.Tensor, shape: tuple[int, ...], lead: int = 2) -> torch.Tensor:
+    """x [*lead, ...] -> [*lead, C, H, W] (flattened images are reshaped, channels added); the
+    batched models read [k, B, ...] (lead 2), the nn.Modules [B, ...] (lead 1)."""
+    return x.reshape(*x.shape[:lead], *shape)
 
 
 # ---------------------------------------------------------------- FedSoftMax CNN
 class _CNN(nn.Module):
-    def __init__(self, num_classes: int, in_ch: int):
+    def __init__(self, num_classes: int, image_shape):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_ch, 32, 3)
+        self.image_shape = tuple(image_shape)
+        self.conv1 = nn.Conv2d(self.image_shape[0], 32, 3)
         self.conv2 = nn.Conv2d(32, 64, 3)
         self.fc = nn.Linear(1600, num_classes)
 
     def forward(self, x):
-        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        h = F.max_pool2d(F.relu(self.conv1(_image(x, self.image_shape, 1))), 2)
         h = F.max_pool2d(F.relu(self.conv2(h)), 2)
         return self.fc(h.flatten(1))
 
@@ -64,9 +68,9 @@ class BatchedCNN(NetModel):
         super().__init__()
 
     def module(self):
-        return _CNN(self.num_classes, self.image_shape[0])
+        return _CNN(self.num_classes, self.image_shape)
 
-    def run(self, p, x, b, train):
+    def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
         h = L.pack(_image(x, self.image_shape))
         h = F.max_pool2d(F.relu(L.conv2d(h, p["conv1.weight"], p["conv1.bias"])), 2)
@@ -108,9 +112,10 @@ class _Block(nn.Module):
 
 
 class _ResNet(nn.Module):
-    def __init__(self, widths, blocks, norm, short_kernel, num_classes, in_ch):
+    def __init__(self, widths, blocks, norm, short_kernel, num_classes, image_shape):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_ch, widths[0], 3, 1, 1, bias=False)
+        self.image_shape = tuple(image_shape)
+        self.conv1 = nn.Conv2d(self.image_shape[0], widths[0], 3, 1, 1, bias=False)
         self.n1 = _norm(norm, widths[0])
         stages, cin = [], widths[0]
         for i, (w, n) in enumerate(zip(widths, blocks)):
@@ -124,7 +129,7 @@ class _ResNet(nn.Module):
         self.fc = nn.Linear(cin, num_classes)
 
     def forward(self, x):
-        h = self.layers(F.relu(self.n1(self.conv1(x))))
+        h = self.layers(F.relu(self.n1(self.conv1(_image(x, self.image_shape, 1)))))
         return self.fc(h.mean((2, 3)))
 
 
@@ -144,36 +149,40 @@ class _BatchedResNet(NetModel):
             self.norm,
             self.short_kernel,
             self.num_classes,
-            self.image_shape[0],
+            self.image_shape,
         )
 
-    def _norm(self, p, b, name, h, train):
+    @property
+    def batch_stats(self) -> bool:
+        return self.norm == "bn"
+
+    def _norm(self, p, b, name, h, train, mask):
         if self.norm == "bn":
             rm = rv = None
             if b is not None:
                 rm, rv = b[f"{name}.running_mean"], b[f"{name}.running_var"]
-            return L.batch_norm(h, p[f"{name}.weight"], p[f"{name}.bias"], rm, rv, train)
+            w, bias = p[f"{name}.weight"], p[f"{name}.bias"]
+            return L.batch_norm(h, w, bias, rm, rv, train, mask=mask)
         if self.norm == "gn":
             return L.group_norm(h, GN_GROUPS, p[f"{name}.weight"], p[f"{name}.bias"])
         return h
 
-    def run(self, p, x, b, train):
+    def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
         h = L.pack(_image(x, self.image_shape))
-        h = F.relu(self._norm(p, b, "n1", L.conv2d(h, p["conv1.weight"], None, 1, 1), train))
+        h = F.relu(self._norm(p, b, "n1", L.conv2d(h, p["conv1.weight"], None, 1, 1), train, mask))
         cin = self.widths[0]
         for i, (w, n) in enumerate(zip(self.widths, self.blocks)):
             for j in range(n):
                 stride = 2 if i > 0 and j == 0 else 1
                 pre = f"layers.{i}.{j}."
                 out = L.conv2d(h, p[pre + "conv1.weight"], None, stride, 1)
-                out = F.relu(self._norm(p, b, pre + "n1", out, train))
-                out = self._norm(
-                    p, b, pre + "n2", L.conv2d(out, p[pre + "conv2.weight"], None, 1, 1), train
-                )
+                out = F.relu(self._norm(p, b, pre + "n1", out, train, mask))
+                out = L.conv2d(out, p[pre + "conv2.weight"], None, 1, 1)
+                out = self._norm(p, b, pre + "n2", out, train, mask)
                 if stride != 1 or cin != w:
                     sc = L.conv2d(h, p[pre + "shortcut.0.weight"], None, stride, 0)
-                    sc = self._norm(p, b, pre + "shortcut.1", sc, train)
+                    sc = self._norm(p, b, pre + "shortcut.1", sc, train, mask)
                 else:
                     sc = h
                 h = F.relu(out + sc)
@@ -226,9 +235,10 @@ VGG9_CFG = (32, "M", 64, "M", 128, 128, "M", 256, 256, "M", 256, 256, "M")
 
 
 class _VGG(nn.Module):
-    def __init__(self, num_classes, in_ch):
+    def __init__(self, num_classes, image_shape):
         super().__init__()
-        feats, c = [], in_ch
+        self.image_shape = tuple(image_shape)
+        feats, c = [], self.image_shape[0]
         for v in VGG9_CFG:
             if v == "M":
                 feats.append(nn.MaxPool2d(2))
@@ -239,7 +249,8 @@ class _VGG(nn.Module):
         self.fc = nn.Linear(c, num_classes)
 
     def forward(self, x):
-        return self.fc(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+        h = self.features(_image(x, self.image_shape, 1))
+        return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
 
 
 class BatchedVGG9(NetModel):
@@ -253,7 +264,7 @@ class BatchedVGG9(NetModel):
         super().__init__()
 
     def module(self):
-        return _VGG(self.num_classes, self.image_shape[0])
+        return _VGG(self.num_classes, self.image_shape)
 
     def reset_parameters(self, m):
         for mod in m.modules():
@@ -264,7 +275,7 @@ class BatchedVGG9(NetModel):
                 nn.init.normal_(mod.weight, 0.0, 0.01)
                 nn.init.zeros_(mod.bias)
 
-    def run(self, p, x, b, train):
+    def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
         h = L.pack(_image(x, self.image_shape))
         i = 0

@@ -33,11 +33,14 @@ def conv2d(h, weight, bias=None, stride: int = 1, padding: int = 0) -> torch.Ten
 
 
 def batch_norm(h, weight, bias, running_mean=None, running_var=None, train: bool = True,
-               momentum: float = 0.1, eps: float = 1e-5) -> torch.Tensor:  # fmt: skip
+               momentum: float = 0.1, eps: float = 1e-5, mask=None) -> torch.Tensor:  # fmt: skip
     """BatchNorm2d of each device; weight/bias [k, C]; running_mean/var [k, C] views into the
     device buffers (updated in place in train mode, as nn.BatchNorm2d does; None: batch
-    statistics only, nothing recorded)."""
+    statistics only, nothing recorded). mask [k, B] bool (train mode): the real samples of each
+    device's batch; padded samples are left out of its statistics (see masked_batch_norm)."""
     k, c = weight.shape
+    if train and mask is not None:
+        return masked_batch_norm(h, weight, bias, mask, running_mean, running_var, momentum, eps)
     if running_mean is None:
         if not train:
             raise ValueError("batch_norm in eval mode needs running statistics")
@@ -48,6 +51,31 @@ def batch_norm(h, weight, bias, running_mean=None, running_var=None, train: bool
     if train:
         running_mean.copy_(rm.view(k, c))
         running_var.copy_(rv.view(k, c))
+    return out
+
+
+def masked_batch_norm(h, weight, bias, mask, running_mean=None, running_var=None,
+                      momentum: float = 0.1, eps: float = 1e-5) -> torch.Tensor:  # fmt: skip
+    """Train-mode BatchNorm2d of each device over its real samples only (mask [k, B]).
+
+    The engine pads short batches (a device's last batch of an epoch, devices of different sizes
+    in full-batch passes) to a common B with weight-0 samples; they must not enter the batch
+    statistics, or a device would not normalize as nn.BatchNorm2d does on its short batch. The
+    statistics are nn.BatchNorm2d's (biased variance to normalize, unbiased in running_var);
+    padded samples' outputs are meaningless and get no gradient (their loss weight is 0)."""
+    k, c = weight.shape
+    m = mask.t().to(h.dtype).repeat_interleave(c, dim=1)[:, :, None, None]  # [B, k*C, 1, 1]
+    cnt = m.sum(0).flatten() * (h.shape[2] * h.shape[3])  # values per channel
+    mean = (h * m).sum((0, 2, 3)) / cnt.clamp(min=1)
+    cen = h - mean[:, None, None]
+    var = (cen.square() * m).sum((0, 2, 3)) / cnt.clamp(min=1)
+    scale = torch.rsqrt(var + eps) * weight.reshape(-1)
+    out = cen * scale[:, None, None] + bias.reshape(-1)[:, None, None]
+    if running_mean is not None:
+        with torch.no_grad():
+            unbiased = var * cnt / (cnt - 1).clamp(min=1)
+            running_mean.mul_(1 - momentum).add_(mean.detach().view(k, c), alpha=momentum)
+            running_var.mul_(1 - momentum).add_(unbiased.detach().view(k, c), alpha=momentum)
     return out
 
 

@@ -5,9 +5,10 @@ step for all k models (fedbench/models/layers.py lstm_layer, equal to nn.LSTM, t
 - charlstm (Shakespeare): 8-d embedding over an 80-char vocab, LSTM 100 units x 2, Linear(100, 80);
   input the 80 previous chars, target the next.
 - sentlstm (Sent140): 300-d embedding, LSTM 256 units x 2, Linear(256, 2); 25 tokens in LEAF.
-  Deviation: the paper looks the embedding up in frozen pretrained GloVe (400k words); without
-  GloVe here the embedding is a trained parameter over a vocabulary of `vocab_size` words (the
-  dataset's, passed by the data loader), since K copies of a 400k x 300 table would not fit.
+  With glove= (the paper) the embedding is the data's frozen GloVe table [V+1, d], shared by all
+  devices and no parameter (a non-persistent buffer of the module). Deviation without GloVe:
+  the embedding is a trained parameter over the training tweets' vocabulary (`vocab_size` words,
+  the dataset's info), since GloVe is not shipped.
 
 Init: torch's defaults (nn.Embedding N(0,1), nn.LSTM/nn.Linear uniform); LEAF's TF code uses
 Glorot-uniform, which differs only in scale.
@@ -16,6 +17,7 @@ Glorot-uniform, which differs only in scale.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from fedbench.models import layers as L
@@ -23,28 +25,50 @@ from fedbench.models.net import NetModel
 
 
 class _LSTMNet(nn.Module):
-    def __init__(self, vocab, embed, hidden, layers, num_classes):
+    def __init__(self, vocab, embed, hidden, layers, num_classes, frozen=None):
         super().__init__()
-        self.embed = nn.Embedding(vocab, embed)
+        if frozen is None:
+            self.embed = nn.Embedding(vocab, embed)
+        else:  # not in the state_dict: no parameter, no buffer slot
+            self.register_buffer("frozen_embed", frozen, persistent=False)
         self.lstm = nn.LSTM(embed, hidden, layers, batch_first=True)
         self.fc = nn.Linear(hidden, num_classes)
 
     def forward(self, x):
-        out, _ = self.lstm(self.embed(x))
+        table = self.embed.weight if hasattr(self, "embed") else self.frozen_embed
+        out, _ = self.lstm(F.embedding(x, table))
         return self.fc(out[:, -1])
 
 
 class BatchedLSTM(NetModel):
-    def __init__(self, vocab_size: int, embed: int, hidden: int, num_classes: int, layers: int = 2):
+    def __init__(
+        self,
+        vocab_size: int,
+        embed: int,
+        hidden: int,
+        num_classes: int,
+        layers: int = 2,
+        frozen: torch.Tensor | None = None,
+    ):
+        """frozen: a fixed embedding table [vocab_size, embed] shared by all devices (GloVe)."""
+        if frozen is not None and tuple(frozen.shape) != (vocab_size, embed):
+            raise ValueError(
+                f"frozen embedding {tuple(frozen.shape)}, expected {vocab_size, embed}"
+            )
         self.vocab_size, self.embed, self.hidden = vocab_size, embed, hidden
-        self.num_classes, self.layers = num_classes, layers
+        self.num_classes, self.layers, self.frozen = num_classes, layers, frozen
         super().__init__()
 
     def module(self):
-        return _LSTMNet(self.vocab_size, self.embed, self.hidden, self.layers, self.num_classes)
+        return _LSTMNet(
+            self.vocab_size, self.embed, self.hidden, self.layers, self.num_classes, self.frozen
+        )
 
-    def run(self, p, x, b, train):
-        h = L.embedding(x, p["embed.weight"])
+    def run(self, p, x, b, train, mask=None):
+        if self.frozen is None:
+            h = L.embedding(x, p["embed.weight"])
+        else:  # one table for all k devices
+            h = F.embedding(x, self.frozen.to(p["fc.weight"].dtype))
         for i in range(self.layers):
             h = L.lstm_layer(
                 h,
@@ -61,6 +85,9 @@ def char_lstm(vocab_size: int = 80) -> BatchedLSTM:
     return BatchedLSTM(vocab_size, embed=8, hidden=100, num_classes=vocab_size)
 
 
-def sent_lstm(vocab_size: int, num_classes: int = 2) -> BatchedLSTM:
-    """Sent140 sentiment model (FedProx App. C), embedding learned (see module docstring)."""
+def sent_lstm(vocab_size: int, num_classes: int = 2, glove: torch.Tensor | None = None):
+    """Sent140 sentiment model (FedProx App. C): the frozen GloVe table glove [V+1, d] when the
+    data has one, else a learned 300-d embedding (see module docstring)."""
+    if glove is not None:
+        return BatchedLSTM(len(glove), glove.shape[1], 256, num_classes, frozen=glove)
     return BatchedLSTM(vocab_size, embed=300, hidden=256, num_classes=num_classes)

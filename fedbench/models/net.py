@@ -1,10 +1,15 @@
 """NetModel: a BatchedModel laid out from an nn.Module (conv nets, LSTMs).
 
-The slots are the module's parameters (named as in its state_dict), the buffer slots its float
-buffers (BatchNorm's running_mean/running_var; num_batches_tracked is not kept: it only matters
-for BatchNorm with momentum=None). Subclasses give module() and a batched
-run(p, x, buffers, train) where p maps slot names to [k, *shape] tensors. Gradients come from
+The slots are the module's parameters (named as in its state_dict), the buffer slots its
+persistent float buffers (BatchNorm's running_mean/running_var; num_batches_tracked is not kept:
+it only matters for BatchNorm with momentum=None; non-persistent buffers, such as frozen GloVe
+vectors shared by all devices, are no slots). Subclasses give module() and a batched
+run(p, x, b, train, mask) where p maps slot names to [k, *shape] tensors. Gradients come from
 autograd over per-slot leaves (BatchedModel.loss_and_grad's scheme).
+
+Models whose train-mode output couples the samples of a batch (BatchNorm: batch_stats = True)
+get mask [k, B] (the real, weight > 0, samples) when a batch has padding, so that padded
+samples stay out of the statistics.
 """
 
 from __future__ import annotations
@@ -16,10 +21,17 @@ from fedbench.models.base import BatchedModel
 
 
 class NetModel(BatchedModel):
+    batch_stats: bool = False  # train-mode outputs depend on the whole batch (BatchNorm)
+
     def __init__(self):
         m = self.module()
         params = [(n, tuple(p.shape)) for n, p in m.named_parameters()]
-        bufs = [(n, tuple(b.shape)) for n, b in m.named_buffers() if b.is_floating_point()]
+        state = m.state_dict(keep_vars=True)
+        bufs = [
+            (n, tuple(b.shape))
+            for n, b in m.named_buffers()
+            if b.is_floating_point() and n in state
+        ]
         super().__init__(params, bufs)
         self._init_buffers = self.buffers_from_module(m).double()
 
@@ -27,28 +39,34 @@ class NetModel(BatchedModel):
     def module(self) -> nn.Module:
         raise NotImplementedError
 
-    def run(self, p: dict, x: torch.Tensor, b: dict | None, train: bool) -> torch.Tensor:
+    def run(self, p: dict, x: torch.Tensor, b: dict | None, train: bool, mask=None):
         """Logits [k, B, C] from params p (name -> [k, *shape]) and buffers b (name -> [k, ...]
-        views to update in place in train mode; None: no buffers)."""
+        views to update in place in train mode; None: no buffers); mask [k, B] bool or None
+        (all samples real), used by batch_stats models only."""
         raise NotImplementedError
 
     def reset_parameters(self, m: nn.Module) -> None:
         """The paper's initialization, applied to a fresh module (default: torch's own)."""
 
     # ---- BatchedModel
-    def forward(self, params, x, buffers=None, train: bool = True):
+    def forward(self, params, x, buffers=None, train: bool = True, mask=None):
         p = {s.name: t for s, t in zip(self.slots, params)}
         b = None
         if buffers is not None and self.buffer_dim:
             b = {s.name: self.view(buffers, s) for s in self.buffer_slots}
-        return self.run(p, x, b, train)
+        return self.run(p, x, b, train, mask)
 
     def predict(self, w, x, buffers=None):
         """Eval-mode logits: BatchNorm uses the buffers [k, Db] (running statistics)."""
         return self.forward(self.unflatten(w), x, buffers, train=False)
 
     def loss(self, params, x, y, weight, buffers=None):
-        logits = self.forward(params, x, buffers, train=True)
+        mask = None
+        if self.batch_stats:
+            real = weight > 0
+            if not bool(real.all()):  # padded batch: keep padding out of the statistics
+                mask = real
+        logits = self.forward(params, x, buffers, train=True, mask=mask)
         ce = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
         return (ce.view(weight.shape) * weight).sum(1)
 
@@ -86,7 +104,9 @@ class NetModel(BatchedModel):
 
     def forward_vmap(self, params, x, buffers=None, train: bool = True):
         """The same forward by torch.func.vmap over functional_call of module(): kept to measure
-        the grouped layout against (convnets.py docstring) and to cross-check it in tests."""
+        the grouped layout against (convnets.py docstring) and to cross-check its logits in
+        tests. Train mode does not write the running statistics back into `buffers` (the
+        module's in-place update hits vmap's per-device copies), so it is no training path."""
         from torch.func import functional_call, vmap
 
         m = self.module().to(dtype=params[0].dtype, device=params[0].device).train(train)
