@@ -20,11 +20,21 @@ from fedbench.errors import FedbenchError
 STATUSES = ("running", "complete", "diverged", "failed")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give; mkstemp's 0600 hides shared results
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temp file beside `path`, fsync, rename: a crash never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -77,3 +77,19 @@ def test_corrupt_parquet_is_named(tmp_path):
     assert str(path) in str(e.value) and "\n" not in str(e.value)
     df, problems = load_summaries(tmp_path, on_error="skip")
     assert df.empty and len(problems) == 1
+
+
+def test_atomic_writes_leave_no_temp_file_and_readable_permissions(tmp_path):
+    import os
+    import stat
+
+    from fedbench.results import atomic_write_json
+
+    path = tmp_path / "r" / "run.json"
+    atomic_write_json(path, {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in path.parent.iterdir()] == ["run.json"]
+    mask = os.umask(0)
+    os.umask(mask)
+    # what a plain open() gives (results shared by a cluster stay readable), not mkstemp's 0600
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
