@@ -204,7 +204,8 @@ class Engine:
         lr, mom = ctx.lr, cfg.momentum
         # plain SGD (method.plain_local_sgd, no momentum, no clipping): the
         # model may fuse gradient and update (BatchedMLP.sgd_step)
-        fused = method.plain_local_sgd and not mom and cfg.grad_clip is None
+        drift = None if method.plain_local_sgd else method.local_drift
+        fused = (method.plain_local_sgd or drift is not None) and not mom and cfg.grad_clip is None
         for s in range(s_max):
             ka = active[s]
             wk = w[:ka]
@@ -215,6 +216,8 @@ class Engine:
             if fused:
                 with torch.no_grad():
                     step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay, **bkw)
+                    if drift is not None:
+                        wk.sub_(local[drift][:ka], alpha=lr)
                 continue
             lk = {name: t[:ka] for name, t in local.items()}
             first = []

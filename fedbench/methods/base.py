@@ -122,6 +122,11 @@ class Method:
         be switched off (FedProx's mu = 0) override this."""
         return type(self).local_step is Method.local_step
 
+    # A method whose local direction is g + b, with b a [k, D] tensor of client_start's state
+    # that stays fixed during the round (SCAFFOLD's c - c_i), names that key here: the engine
+    # may then take the fused SGD step and subtract lr * b after it (one extra pass, not three).
+    local_drift: str | None = None
+
     def client_start(self, ctx: RoundContext) -> dict[str, torch.Tensor]:
         return {}
 

@@ -36,6 +36,7 @@ class ScaffoldParams:
 class Scaffold(Method):
     name = "scaffold"
     Params = ScaffoldParams
+    local_drift = "scaffold_corr"  # local_step is g + this: the engine may fuse it
 
     def setup(self, setup):
         super().setup(setup)
