@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -46,7 +47,7 @@ def plot_curves(results: Path, out: Path, metric: str = "test_acc") -> list[Path
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
     for p in paths:
-        fig.savefig(p, dpi=150)
+        fig.savefig(p, dpi=150, bbox_inches="tight")  # keeps titles and outside legends
     plt.close(fig)
     return paths
 
@@ -138,7 +139,7 @@ def _save(fig, out_base: Path) -> list[Path]:
     out_base.parent.mkdir(parents=True, exist_ok=True)
     paths = [out_base.with_name(out_base.name + ext) for ext in (".png", ".pdf")]
     for p in paths:
-        fig.savefig(p, dpi=150)
+        fig.savefig(p, dpi=150, bbox_inches="tight")  # keeps titles and outside legends
     plt.close(fig)
     return paths
 
@@ -204,7 +205,8 @@ def _versus(panels, ps):
         ax = axes[0][j]
         lines: dict[str, list] = {}
         for c in members:
-            lines.setdefault(c.cell.row, []).append(c)
+            # "FedLGA tau_max=0.6E" and "FedLGA tau_max=0.2E" are points of one FedLGA line
+            lines.setdefault(re.sub(r"\s+\S+=\S+$", "", c.cell.row), []).append(c)
         for label, cells in lines.items():
             pts = [
                 (c.cell.x, c.mean, c.low, c.high)
@@ -223,7 +225,7 @@ def _versus(panels, ps):
         ax.set_xlabel(ps.xlabel)
         ax.set_ylabel(METRIC_LABEL.get(ps.use_metric, ps.use_metric))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 
