@@ -56,6 +56,7 @@ def test_config_file_and_presets(tmp_path):
         (["--preset", "nosuch"], "unknown preset"),
         (["--config", "/no/such.toml"], "config file /no/such.toml not found"),
         (["--set", "device=cuda:0"], "cuda"),
+        (["--set", "stop_at_target=true"], "stop_at_target needs target_acc; set target_acc="),
     ],
 )
 def test_bad_input_one_line_exit_2(args, needle, tmp_path):

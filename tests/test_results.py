@@ -52,6 +52,22 @@ def test_refuses_rerun_unless_overwrite(tmp_path):
     train(cfg, tmp_path, overwrite=True)
 
 
+def test_stop_at_target_ends_the_run_at_the_first_hit(tmp_path):
+    cfg = small_cfg(rounds="8")
+    _, full = train(cfg, tmp_path / "full")
+    target = float(full["test_acc"].iloc[2])  # reached by round 2 at the latest
+    hit = int(full.loc[full["test_acc"] >= target, "round"].iloc[0])
+    assert 1 <= hit < 8
+    stop = small_cfg(rounds="8", target_acc=str(target), stop_at_target="true")
+    meta, df = train(stop, tmp_path / "stop")
+    assert meta["status"] == "complete" and meta["stopped_at_target"] == hit
+    assert list(df["round"]) == list(range(hit + 1))
+    assert meta["summary"]["rounds_to_target"] == hit
+    pd.testing.assert_frame_equal(
+        df.drop(columns=TIMING), full.drop(columns=TIMING).iloc[: hit + 1]
+    )
+
+
 def test_summary_rounds_and_seconds_to_target():
     df = pd.DataFrame(
         {
