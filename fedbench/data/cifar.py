@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbench.data.locate import cache_root, find_folder
+from fedbench.data.locate import find_folder, torchvision_download
 from fedbench.errors import FedbenchError
 
 LAYOUT = {
@@ -22,22 +22,6 @@ HOW_TO_GET = (
     "put torchvision's {folder}/ folder (the python version from cs.toronto.edu/~kriz/cifar.html) "
     "in --data-dir, or install torchvision and run online"
 )
-
-
-def _download(name: str) -> bool:
-    if name not in LAYOUT:
-        return False
-    try:
-        import torchvision.datasets as tvd
-    except (ImportError, RuntimeError):
-        return False
-    cls = {"cifar10": tvd.CIFAR10, "cifar100": tvd.CIFAR100}[name]
-    try:
-        for train in (True, False):
-            cls(root=str(cache_root()), train=train, download=True)
-    except Exception:  # offline, blocked, disk full: fall through to the one-line error
-        return False
-    return True
 
 
 def read_batch(path: Path, label_key: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +57,7 @@ def load_cifar(name: str, data_dir: str | None, coarse: bool = False):
         [folder_name, f"{name}/{folder_name}", ""],
         lambda d: all((d / f).is_file() for f in train_files + test_files),
         HOW_TO_GET.format(folder=folder_name),
-        lambda: _download(name),
+        lambda: torchvision_download({"cifar10": "CIFAR10", "cifar100": "CIFAR100"}[name]),
     )
     if name == "cifar10":
         key, num_classes = b"labels", 10

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedbench.data.locate import cache_root, torchvision_download
 from fedbench.errors import FedbenchError
 
 FILES = {
@@ -41,13 +42,9 @@ def candidate_dirs(name: str, data_dir: str | None) -> list[Path]:
     for root in roots:
         dirs += [root, root / FOLDERS[name] / "raw", root / name]
     dirs += [Path(d) for d in SYSTEM_DIRS[name]]
-    for root in (Path.cwd() / ".." / "shared" / "data", Path.cwd() / "data", _cache_root()):
+    for root in (Path.cwd() / ".." / "shared" / "data", Path.cwd() / "data", cache_root()):
         dirs.append(root / FOLDERS[name] / "raw")
     return dirs
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fedbench"
 
 
 def _find(folder: Path, stem: str) -> Path | None:
@@ -62,7 +59,7 @@ def locate(name: str, data_dir: str | None) -> Path:
     for d in dirs:
         if all(_find(d, stem) for stem in FILES.values()):
             return d
-    if _download(name):
+    if torchvision_download(FOLDERS[name]):  # torchvision classes are named like the folders
         return locate_no_download(name, dirs)
     looked = ", ".join(str(d) for d in dirs)
     raise FedbenchError(f"{name} not found (looked in {looked}); {HOW_TO_GET[name]}")
@@ -73,23 +70,6 @@ def locate_no_download(name: str, dirs: list[Path]) -> Path:
         if all(_find(d, stem) for stem in FILES.values()):
             return d
     raise FedbenchError(f"{name} download finished but files are missing; {HOW_TO_GET[name]}")
-
-
-def _download(name: str) -> bool:
-    """torchvision's downloader, when it imports (it raises RuntimeError with a CPU-only torch)."""
-    if os.environ.get("FEDBENCH_NO_DOWNLOAD"):
-        return False
-    try:
-        import torchvision.datasets as tvd
-    except (ImportError, RuntimeError):
-        return False
-    cls = {"mnist": tvd.MNIST, "fmnist": tvd.FashionMNIST}[name]
-    try:
-        for train in (True, False):
-            cls(root=str(_cache_root()), train=train, download=True)
-    except Exception:  # offline, blocked, disk full: fall through to the one-line error
-        return False
-    return True
 
 
 def read_idx(path: Path) -> np.ndarray:
