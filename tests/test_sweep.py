@@ -178,39 +178,12 @@ def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
 
 def test_sweep_runs_then_resumes_with_nothing_left(tmp_path):
     res = tmp_path / "r"
-    r = invoke(
-        "sweep",
-        "--methods",
-        "fedavg,fedprox",
-        "--grid",
-        "mu=0,1",
-        "--seeds",
-        "0",
-        "--set",
-        "rounds=2",
-        *TINY_SETS,
-        "--results",
-        res,
-        "--quiet",
-    )
+    args = ("--methods", "fedavg,fedprox", "--grid", "mu=0,1", "--seeds", "0", "--set", "rounds=2")
+    r = invoke("sweep", *args, *TINY_SETS, "--results", res, "--quiet")
     assert r.exit_code == 0, r.output
     assert "3 run(s)" in r.output and "3 complete" in r.output
     assert len(run_dirs(res)) == 3
-    r = invoke(
-        "sweep",
-        "--methods",
-        "fedavg,fedprox",
-        "--grid",
-        "mu=0,1",
-        "--seeds",
-        "0",
-        "--set",
-        "rounds=2",
-        *TINY_SETS,
-        "--results",
-        res,
-        "--quiet",
-    )
+    r = invoke("sweep", *args, *TINY_SETS, "--results", res, "--quiet")  # the same command
     assert r.exit_code == 0 and "3 already done, 0 to run" in r.output
     assert not list((res / ".claims").glob("*.lock"))
 

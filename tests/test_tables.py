@@ -260,6 +260,17 @@ def _stragglers_results(res, seeds=(0, 1), rounds=5):
     return spec, sel
 
 
+def _stragglers_args(res) -> list:
+    """The command-line options naming _stragglers_results' runs."""
+    sets = [x for k, v in {**SETS, "rounds": "5"}.items() for x in ("--set", f"{k}={v}")]
+    return [
+        *"--dataset synthetic-1-1 --preset default --seeds 0,1".split(),
+        *sets,
+        "--results",
+        res,
+    ]
+
+
 def test_stragglers_table_golden(tmp_path):
     res = tmp_path / "results"
     spec, sel = _stragglers_results(res)
@@ -274,17 +285,7 @@ def test_stragglers_table_golden(tmp_path):
 def test_table_command_writes_files_with_a_header(demo_results, tmp_path):
     res = tmp_path / "results"
     spec, _ = _stragglers_results(res)
-    args = [
-        "--dataset",
-        "synthetic-1-1",
-        "--preset",
-        "default",
-        "--seeds",
-        "0,1",
-        *[x for k, v in {**SETS, "rounds": "5"}.items() for x in ("--set", f"{k}={v}")],
-        "--results",
-        res,
-    ]
+    args = _stragglers_args(res)
     r = invoke("table", "stragglers", *args)
     assert r.exit_code == 0, r.output
     assert "FedProx mu=1" in r.output and "loss 50%" in r.output and "Error" not in r.output
@@ -328,18 +329,7 @@ def test_table_errors_are_one_line(args, needle):
 def test_corrupt_files_fail_or_skip_cleanly(tmp_path):
     res = tmp_path / "results"
     spec, sel = _stragglers_results(res)
-    args = [
-        "stragglers",
-        "--dataset",
-        "synthetic-1-1",
-        "--preset",
-        "default",
-        "--seeds",
-        "0,1",
-        *[x for k, v in {**SETS, "rounds": "5"}.items() for x in ("--set", f"{k}={v}")],
-        "--results",
-        res,
-    ]
+    args = ["stragglers", *_stragglers_args(res)]
     victim = sorted(res.iterdir())[0]
     rounds = victim / "rounds.parquet"
     rounds.write_bytes(rounds.read_bytes()[:-40])  # truncated
@@ -480,17 +470,7 @@ def test_figures_of_every_kind(demo_results, tmp_path):
 def test_plot_command_and_missing_runs(tmp_path):
     res = tmp_path / "results"
     spec, _ = _stragglers_results(res)
-    args = [
-        "--dataset",
-        "synthetic-1-1",
-        "--preset",
-        "default",
-        "--seeds",
-        "0,1",
-        *[x for k, v in {**SETS, "rounds": "5"}.items() for x in ("--set", f"{k}={v}")],
-        "--results",
-        res,
-    ]
+    args = _stragglers_args(res)
     r = invoke("plot", "stragglers", *args, "--out", tmp_path / "figs")
     assert r.exit_code == 0, r.output
     assert (tmp_path / "figs" / "stragglers_synthetic-1-1.png").stat().st_size > 5000
