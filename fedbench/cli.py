@@ -321,6 +321,51 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
         console().print(rich_table(df, title=info["description"]))
 
 
+@data.command("get")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@click.option(
+    "--data-dir", help="Folder to put the datasets in (default: the cache, ~/.cache/fedbench)."
+)
+@click.option(
+    "--url",
+    help="Folder URL holding the dataset's files (a mirror); default: the publishers' URLs, "
+    "or $FEDBENCH_MIRROR/NAME/.",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def data_get(names, data_dir, url, quiet):
+    """Download, verify (published md5) and unpack datasets where fedbench finds them.
+
+    NAME: mnist, fmnist, cifar10, cifar100, cinic10; for femnist, shakespeare and sent140
+    (built by LEAF's scripts) it prints the steps. An interrupted download resumes on rerun.
+
+    \b
+    Examples:
+      fedbench data get mnist cifar10
+      fedbench data get cinic10 --data-dir /data/fl
+      fedbench data get cifar10 --url http://mirror.example/cifar10/
+    """
+    from fedbench.data import download
+    from fedbench.data.locate import cache_root
+
+    unknown = [n for n in names if n not in download.datasets()]
+    if unknown:
+        raise FedbenchError(
+            f"unknown dataset {unknown[0]!r}; choose from: {', '.join(download.datasets())}"
+        )
+    root = Path(data_dir) if data_dir else cache_root()
+    for name in names:
+        if name in download.LEAF_STEPS:
+            click.echo(download.leaf_steps(name, root))
+            continue
+        folder, fetched = download.fetch(name, root, url, quiet)
+        if fetched:
+            click.echo(f"{name}: downloaded, md5 verified, in {folder}")
+        else:
+            rec = download.provenance(folder)
+            how = f"verified {rec.get('verified')}" if isinstance(rec, dict) else "not by fedbench"
+            click.echo(f"{name}: already in {folder} ({how}); nothing downloaded")
+
+
 # ---------------------------------------------------------------- shared options
 
 

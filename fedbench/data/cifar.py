@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbench.data.locate import find_folder, torchvision_download
+from fedbench.data.download import auto_fetch
+from fedbench.data.locate import find_folder
 from fedbench.errors import FedbenchError
 
 LAYOUT = {
@@ -19,8 +20,8 @@ LAYOUT = {
     "cifar100": ("cifar-100-python", ["train"], ["test"]),
 }
 HOW_TO_GET = (
-    "put torchvision's {folder}/ folder (the python version from cs.toronto.edu/~kriz/cifar.html) "
-    "in --data-dir, or install torchvision and run online"
+    "run `fedbench data get {name}`, or put the {folder}/ folder (the python version from "
+    "cs.toronto.edu/~kriz/cifar.html) in --data-dir"
 )
 
 
@@ -56,8 +57,8 @@ def load_cifar(name: str, data_dir: str | None, coarse: bool = False):
         data_dir,
         [folder_name, f"{name}/{folder_name}", ""],
         lambda d: all((d / f).is_file() for f in train_files + test_files),
-        HOW_TO_GET.format(folder=folder_name),
-        lambda: torchvision_download({"cifar10": "CIFAR10", "cifar100": "CIFAR100"}[name]),
+        HOW_TO_GET.format(name=name, folder=folder_name),
+        lambda: auto_fetch(name),
     )
     if name == "cifar10":
         key, num_classes = b"labels", 10

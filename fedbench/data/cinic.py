@@ -15,12 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
+from fedbench.data.download import auto_fetch
 from fedbench.data.locate import cache_root, find_folder
 from fedbench.errors import FedbenchError
 
 CLASSES = 10
 CACHE_MIN = 1000  # images; smaller splits are decoded every time
-HOW_TO_GET = "download CINIC-10 (github.com/BayesWatch/cinic-10) and put CINIC-10/ in --data-dir"
+HOW_TO_GET = (
+    "run `fedbench data get cinic10`, or put CINIC-10/ (github.com/BayesWatch/cinic-10) "
+    "in --data-dir"
+)
 
 
 def _has_splits(d: Path) -> bool:
@@ -85,7 +89,12 @@ def _cache_path(folder: Path, files: list[tuple[int, Path]]) -> Path:
 def load_cinic(data_dir: str | None):
     """(train_x uint8 [n,3,32,32], train_y, test_x, test_y, num_classes)."""
     folder = find_folder(
-        "cinic10", data_dir, ["CINIC-10", "cinic-10", "cinic10", ""], _has_splits, HOW_TO_GET
+        "cinic10",
+        data_dir,
+        ["CINIC-10", "cinic-10", "cinic10", ""],
+        _has_splits,
+        HOW_TO_GET,
+        lambda: auto_fetch("cinic10"),
     )
     trx, tr_y = read_split(folder / "train")
     tex, te_y = read_split(folder / "test")

@@ -1,7 +1,8 @@
 """MNIST and Fashion-MNIST from the standard IDX files (gzipped or not), without torchvision.
 
 Where we look, in order: --data-dir, $FEDBENCH_DATA, the Debian package's folder (FMNIST),
-../shared/data and ./data in torchvision's layout; then torchvision's download if it imports.
+../shared/data, ./data and the cache in torchvision's layout (MNIST/raw); then a download into
+the cache (download.py) unless FEDBENCH_NO_DOWNLOAD is set.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbench.data.locate import cache_root, torchvision_download
+from fedbench.data.download import auto_fetch
+from fedbench.data.locate import cache_root
 from fedbench.errors import FedbenchError
 
 FILES = {
@@ -25,8 +27,9 @@ FILES = {
 FOLDERS = {"mnist": "MNIST", "fmnist": "FashionMNIST"}
 SYSTEM_DIRS = {"fmnist": ["/usr/share/datasets/fashion-mnist"], "mnist": []}
 HOW_TO_GET = {
-    "mnist": "pip install 'fedbench[vision]' and run online, or put the 4 IDX files in --data-dir",
-    "fmnist": "apt-get install dataset-fashion-mnist, or put the 4 IDX files in --data-dir",
+    "mnist": "run `fedbench data get mnist`, or put the 4 IDX files in --data-dir",
+    "fmnist": "run `fedbench data get fmnist` (or apt-get install dataset-fashion-mnist), "
+    "or put the 4 IDX files in --data-dir",
 }
 # per-pixel mean and std of the training images, scaled to [0, 1]
 NORMALIZE = {"mnist": (0.1307, 0.3081), "fmnist": (0.2860, 0.3530)}
@@ -59,7 +62,7 @@ def locate(name: str, data_dir: str | None) -> Path:
     for d in dirs:
         if all(_find(d, stem) for stem in FILES.values()):
             return d
-    if torchvision_download(FOLDERS[name]):  # torchvision classes are named like the folders
+    if auto_fetch(name):
         return locate_no_download(name, dirs)
     looked = ", ".join(str(d) for d in dirs)
     raise FedbenchError(f"{name} not found (looked in {looked}); {HOW_TO_GET[name]}")

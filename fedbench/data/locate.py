@@ -1,5 +1,5 @@
 """Where dataset folders are looked for, in order: --data-dir, $FEDBENCH_DATA, ./data,
-../shared/data, then the download cache (~/.cache/fedbench)."""
+../shared/data, then the download cache (~/.cache/fedbench, where download.py puts them)."""
 
 from __future__ import annotations
 
@@ -47,21 +47,3 @@ def find_folder(
 
 def may_download() -> bool:
     return not os.environ.get("FEDBENCH_NO_DOWNLOAD")
-
-
-def torchvision_download(dataset: str) -> bool:
-    """Download torchvision.datasets.<dataset>'s train and test splits into the cache, when
-    downloads are allowed and torchvision imports (with a CPU-only torch it raises
-    RuntimeError); False on any failure, so the caller's one-line error follows."""
-    if not may_download():
-        return False
-    try:
-        import torchvision.datasets as tvd
-    except (ImportError, RuntimeError):
-        return False
-    try:
-        for train in (True, False):
-            getattr(tvd, dataset)(root=str(cache_root()), train=train, download=True)
-    except Exception:  # offline, blocked, disk full
-        return False
-    return True
