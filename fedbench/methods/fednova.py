@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import torch
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.registry import register
 
 TAU_EFF = ("paper", "code")
 
@@ -72,19 +73,21 @@ def normalisers(max_steps: int, lr: float, rho: float, mu: float) -> list[float]
     return out
 
 
+@register(order=30)
 class FedNova(Method):
     name = "fednova"
     Params = FedNovaParams
+    # the code's global momentum buffer (gmf), in gradient units: buf <- gmf buf + D / lr
+    state = (State("buf", "dim"),)
+    reduces_to_fedavg = {"mu": 0.0}  # with equal S_i and no local momentum
 
-    def setup(self, setup):
-        super().setup(setup)
-        self.buf = torch.zeros(setup.dim, device=setup.device, dtype=setup.dtype)
-
-    def state_dict(self):
-        return {"server_momentum": self.buf}
-
-    def load_state_dict(self, state):
-        self.buf = state["server_momentum"].to(self.buf)
+    @classmethod
+    def check_config(cls, params, cfg):
+        super().check_config(params, cfg)
+        if params.gmf and cfg.server_momentum:
+            raise FedbenchError(
+                "fednova: gmf and server_momentum are both server momentum; set only one"
+            )
 
     @property
     def plain_local_sgd(self) -> bool:
@@ -96,7 +99,7 @@ class FedNova(Method):
             g.add_(w - ctx.global_w, alpha=self.p.mu)
         return g
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         steps = ctx.steps.tolist()
         table = normalisers(max(steps), ctx.lr, ctx.cfg.momentum, self.p.mu)
         dtype, dev = res.w.dtype, res.w.device
