@@ -70,7 +70,7 @@ def test_registered_with_help(method):
 
 
 def test_registry_is_in_listing_order():
-    keys = [(cls.order, name) for name, cls in METHODS.items()]
+    keys = [(cls.listing_order, name) for name, cls in METHODS.items()]
     assert keys == sorted(keys)
 
 

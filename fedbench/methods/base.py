@@ -153,7 +153,7 @@ class Method:
     # and with equal device sizes (a contract test checks it); None: no such values
     reduces_to_fedavg: ClassVar[dict[str, Any] | None] = None
     # position in `fedbench methods` and the README (set by @register(order=...))
-    order: ClassVar[float] = 1000
+    listing_order: ClassVar[float] = 1000
 
     def __init__(self, params: Any):
         self.p = params

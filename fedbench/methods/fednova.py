@@ -15,6 +15,8 @@ Server: cum_i = w^t - w_i (= lr times the sum of the local directions),
   `tau_eff=code` sum_i p_i S_i when mu != 0 (the official code's choice),
   D = sum_i p_i (tau_eff / a_i) cum_i, and w^{t+1} = w^t - D; with server momentum gmf > 0,
   buf <- gmf buf + D / lr and w^{t+1} = w^t - lr buf (the code's global momentum buffer).
+  gmf is not the server step's server_momentum (m <- beta m - D, w^{t+1} = w^t + m): the
+  code's buffer is in gradient units, so the two differ under lr decay; set only one.
 p_i = ctx.weights (n_i / sum n by default, the code's `ratio`). With mu = 0, no momentum and equal
 S_i this is FedAvg. Records tau_eff and a_mean (the mean a_i) per round.
 """

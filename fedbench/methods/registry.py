@@ -26,7 +26,7 @@ from fedbench.config import ALIASES, FIELD_TYPES
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import SERVER_MOMENTUM, Method
 
-# name -> class, in listing order (Method.order, then name)
+# name -> class, in listing order (Method.listing_order, then name)
 METHODS: dict[str, type[Method]] = {}
 
 
@@ -36,10 +36,10 @@ def register(cls: type[Method] | None = None, *, order: float | None = None):
 
     def add(c: type[Method]) -> type[Method]:
         if order is not None:
-            c.order = order
+            c.listing_order = order
         check_method_class(c, METHODS)
         METHODS[c.name] = c
-        ordered = sorted(METHODS.items(), key=lambda kv: (kv[1].order, kv[0]))
+        ordered = sorted(METHODS.items(), key=lambda kv: (kv[1].listing_order, kv[0]))
         METHODS.clear()
         METHODS.update(ordered)
         return c
