@@ -122,6 +122,9 @@ class RunConfig:
     # method
     method: str = "fedavg"
     method_params: dict[str, Any] = field(default_factory=dict)
+    # server step after every method's aggregate (fedbench.methods.base.Method.server_step)
+    server_lr: float = 1.0  # w <- w + server_lr * (aggregate - w); 1: the aggregate itself
+    server_momentum: float = 0.0  # beta of m <- beta m + (aggregate - w) (FedAvgM: 0.9)
     # device heterogeneity
     hetero: str = "none"
     rho: float = 0.5  # fedlga: fraction of the K sampled devices that are slow
@@ -202,6 +205,8 @@ class RunConfig:
         _in_unit("rho", self.rho)
         _in_unit("stragglers", self.stragglers)
         _in_unit("momentum", self.momentum, closed_right=False)
+        _positive("server_lr", self.server_lr)
+        _in_unit("server_momentum", self.server_momentum, closed_right=False)
         if self.weight_decay < 0:
             raise FedbenchError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.grad_clip is not None:

@@ -27,6 +27,7 @@ from fedbench.devices import generator, resolve_device, synchronize
 from fedbench.hetero import sample_work
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import weighted_mean
+from fedbench.methods.services import ServicesOf
 from fedbench.models import build_model
 
 
@@ -171,7 +172,7 @@ class Engine:
             tau=plan.tau.to(dev),
             weights=weights,
             cfg=self.cfg,
-            engine=self,
+            services=ServicesOf(self),
         )
 
     def train_local(

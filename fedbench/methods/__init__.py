@@ -1,100 +1,24 @@
-"""Method registry. Add a method: one module with a Method subclass, one line here."""
+"""Federated methods. Each module in this package registers its classes with @register (see
+fedbench.methods.registry for the two files a new method touches); importing the package imports
+every module in it, so the registry is complete once `fedbench.methods` is imported."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+import importlib
+import pkgutil
 
-from fedbench.errors import FedbenchError
-from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, weighted_mean
-from fedbench.methods.fedavg import FedAvg
-from fedbench.methods.fedcm import FedCM
-from fedbench.methods.feddyn import FedDyn
-from fedbench.methods.fedlga import FedLGA
-from fedbench.methods.fednova import FedNova
-from fedbench.methods.fedprox import FedProx
-from fedbench.methods.fedsam import FedSAM
-from fedbench.methods.fedsoftmax import FedMax, FedSoftMax
-from fedbench.methods.mimelite import MimeLite
-from fedbench.methods.scaffold import Scaffold
-from fedbench.methods.sfl import PFL, SFL
+from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, State, weighted_mean
+from fedbench.methods.registry import (
+    METHODS,
+    build_method,
+    describe_methods,
+    method_class,
+    method_params,
+    register,
+)
 
-# order: the papers' main methods, then the FedLGA baselines, then the other papers' methods
-METHODS: dict[str, type[Method]] = {
-    m.name: m
-    for m in (
-        FedAvg,
-        FedProx,
-        FedLGA,
-        FedNova,
-        Scaffold,
-        FedDyn,
-        FedCM,
-        MimeLite,
-        FedSAM,
-        FedMax,
-        FedSoftMax,
-        SFL,
-        PFL,
-    )
-}
-
-
-def method_class(name: str) -> type[Method]:
-    if name not in METHODS:
-        raise FedbenchError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}")
-    return METHODS[name]
-
-
-def method_params(name: str, values: dict[str, Any]) -> Any:
-    """Build (and so validate) a method's Params from a dict of names from the papers."""
-    cls = method_class(name)
-    known = {f.name: f for f in dataclasses.fields(cls.Params)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        allowed = ", ".join(known) or "none"
-        raise FedbenchError(
-            f"unknown parameter {unknown[0]!r} for method {name}; its parameters: {allowed}"
-        )
-    coerced = {}
-    for k, v in values.items():
-        default = known[k].default
-        if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        if default is not dataclasses.MISSING and default is not None and v is not None:
-            if not isinstance(v, type(default)):
-                raise FedbenchError(
-                    f"{name}: parameter {k} expects {type(default).__name__}, got {v!r}"
-                )
-        coerced[k] = v
-    return cls.Params(**coerced)
-
-
-def describe_methods() -> list[dict[str, str]]:
-    """One row per method: name, parameters with defaults, what each means (from the Params
-    dataclass fields' metadata "help") and the first line of the class's docstring, else of the
-    module's."""
-    import sys
-
-    rows = []
-    for name, cls in METHODS.items():
-        params = []
-        for f in dataclasses.fields(cls.Params):
-            text = f"{f.name}={f.default}"
-            if f.metadata.get("help"):
-                text += f" ({f.metadata['help']})"
-            params.append(text)
-        # a class docstring names one of several methods sharing a module
-        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
-        rows.append(
-            {"method": name, "parameters": "; ".join(params) or "–", "about": doc[0] if doc else ""}
-        )
-    return rows
-
-
-def build_method(name: str, values: dict[str, Any]) -> Method:
-    return method_class(name)(method_params(name, values))
-
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
     "METHODS",
@@ -102,8 +26,11 @@ __all__ = [
     "Method",
     "RoundContext",
     "Setup",
+    "State",
     "build_method",
+    "describe_methods",
     "method_class",
     "method_params",
+    "register",
     "weighted_mean",
 ]

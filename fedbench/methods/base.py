@@ -1,4 +1,4 @@
-"""The method interface: a local-step transform, a server rule and their state.
+"""The method interface: a local-step transform, a server rule, their declared state.
 
 The engine owns the round loop (sampling, heterogeneity, mini-batches, masking, timing,
 evaluation). A method only says:
@@ -10,15 +10,20 @@ evaluation). A method only says:
   the first k rows (devices are ordered by work, so the active ones form a prefix), so a method may
   update ``local`` in place. ``grad_fn(v)`` returns (loss [k], gradient [k, D]) of the current
   mini-batch at v (already clipped and with weight decay added);
-- ``aggregate(ctx, res)``: the new global model from the local results, plus extra per-round
-  records (scalars or lists) for rounds.parquet;
-- ``setup(setup)`` allocates persistent state (server state, per-device state [N, D]) and
-  ``state_dict``/``load_state_dict`` expose it for checkpoints;
+- ``combine(ctx, res)``: the method's new global model at server learning rate 1 without server
+  momentum, plus extra per-round records (scalars or lists) for rounds.parquet. ``aggregate``
+  (what the engine calls) applies the composable server step after it (``server_step``);
+- ``state``: the persistent state (server state [D], per-device state [N, D], plain values), as
+  a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method and
+  ``state_dict``/``load_state_dict`` save and restore it; no method writes those three;
 - ``check_config(params, cfg)`` (optional) rejects parameters that clash with the run's config
-  (e.g. FedMax(k) with k > K); RunConfig.validate() calls it.
+  (e.g. FedMax(k) with k > K); RunConfig.validate() calls it. Overrides call super() first.
+
+What a method may ask of the engine (full-batch gradients, the global training loss, ...) is
+``ctx.services`` (fedbench.methods.services.EngineServices), never the engine itself.
 
 Parameters live in a frozen dataclass ``Params`` whose ``__post_init__`` rejects bad values with a
-one-line FedbenchError.
+one-line FedbenchError; every field has a default and metadata {"help": ...}.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
+from fedbench.errors import FedbenchError
+
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
-    from fedbench.engine import Engine
+    from fedbench.methods.services import EngineServices
 
 GradFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
@@ -44,7 +51,7 @@ class Setup:
     dim: int
     device: torch.device
     dtype: torch.dtype
-    cfg: RunConfig
+    cfg: RunConfig | None
     client_sizes: torch.Tensor  # [N] samples per device (on device)
 
 
@@ -62,8 +69,8 @@ class RoundContext:
     units: torch.Tensor  # [K] epochs (or steps) each device runs: E_i
     tau: torch.Tensor  # [K] tau_i = E - E_i + 1
     weights: torch.Tensor  # [K] aggregation weights p_i, summing to 1
-    cfg: RunConfig
-    engine: Engine
+    cfg: RunConfig | None
+    services: EngineServices | None  # what the method may ask of the engine
 
     @property
     def k(self) -> int:
@@ -89,6 +96,48 @@ class LocalResult:
         return self.w - self.global_w
 
 
+SHAPES = ("dim", "clients", "clients x dim", "value")
+
+
+@dataclass(frozen=True)
+class State:
+    """One piece of a method's persistent state, kept across rounds and in checkpoints.
+
+    shape "dim" is a [D] tensor, "clients" [N], "clients x dim" [N, D] (all filled with `fill`,
+    in the run's dtype and device); "value" is a plain Python value, `init(params)` when init is
+    callable, else `init` itself."""
+
+    name: str
+    shape: str = "dim"
+    fill: float = 0.0
+    init: Any = None
+
+    def __post_init__(self):
+        if self.shape not in SHAPES:
+            raise FedbenchError(f"state {self.name}: shape must be one of {', '.join(SHAPES)}")
+
+    def allocate(self, setup: Setup, params: Any) -> Any:
+        if self.shape == "value":
+            return self.init(params) if callable(self.init) else self.init
+        size = {"dim": (setup.dim,), "clients": (setup.num_clients,)}.get(
+            self.shape, (setup.num_clients, setup.dim)
+        )
+        return torch.full(size, self.fill, dtype=setup.dtype, device=setup.device)
+
+
+# the server step's momentum buffer m (cfg.server_momentum > 0), a state of every method
+SERVER_MOMENTUM = State("server_m", "dim")
+
+
+def server_settings(method: Method, cfg: RunConfig | None) -> tuple[float, float]:
+    """(server learning rate, server momentum): cfg.server_lr times the method's own server-lr
+    parameter (a paper's eta_g; check_config allows at most one of them to differ from 1)."""
+    lr = getattr(method.p, method.server_lr_param) if method.server_lr_param else 1.0
+    if cfg is None:
+        return lr, 0.0
+    return lr * cfg.server_lr, cfg.server_momentum
+
+
 class Method:
     name: ClassVar[str] = ""
     Params: ClassVar[type] = None  # type: ignore[assignment]
@@ -96,23 +145,65 @@ class Method:
     sequential: ClassVar[bool] = False
     # FedProx paper's FedAvg drops stragglers under straggler_policy=drop-fedavg
     drops_stragglers: ClassVar[bool] = False
+    # persistent state, allocated by setup(), saved by state_dict()
+    state: ClassVar[tuple[State, ...]] = ()
+    # the Params field that is the paper's own server learning rate (eta_g), if any
+    server_lr_param: ClassVar[str | None] = None
+    # parameter values at which the method is FedAvg, round after round, without heterogeneity
+    # and with equal device sizes (a contract test checks it); None: no such values
+    reduces_to_fedavg: ClassVar[dict[str, Any] | None] = None
+    # position in `fedbench methods` and the README (set by @register(order=...))
+    listing_order: ClassVar[float] = 1000
 
     def __init__(self, params: Any):
         self.p = params
 
     @classmethod
     def check_config(cls, params: Any, cfg: RunConfig) -> None:
-        """Reject parameters that do not fit the run (one-line FedbenchError); default: none."""
+        """Reject parameters that do not fit the run (one-line FedbenchError). The base checks
+        that the server learning rate is set once: cfg.server_lr or the method's own name."""
+        own = cls.server_lr_param
+        if own and getattr(params, own) != 1 and cfg.server_lr != 1:
+            raise FedbenchError(
+                f"{cls.name}: {own} and server_lr both set the server learning rate; "
+                f"set only one of them"
+            )
 
     # ---- state ----
     def setup(self, setup: Setup) -> None:
         self.n_clients = setup.num_clients
+        momentum = setup.cfg is not None and setup.cfg.server_momentum > 0
+        self._declared = self.state + ((SERVER_MOMENTUM,) if momentum else ())
+        for s in self._declared:
+            setattr(self, s.name, s.allocate(setup, self.p))
 
     def state_dict(self) -> dict[str, Any]:
-        return {}
+        """The declared state, copied (later rounds do not change what was saved)."""
+        out = {}
+        for s in self._declared:
+            v = getattr(self, s.name)
+            out[s.name] = v.detach().clone() if isinstance(v, torch.Tensor) else v
+        return out
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
+        """Restore a state_dict() into a method set up for the same run (copied in)."""
+        names = [s.name for s in self._declared]
+        if sorted(state) != sorted(names):
+            raise FedbenchError(
+                f"{self.name}: saved state has {', '.join(sorted(state)) or 'nothing'}; "
+                f"expected {', '.join(names) or 'nothing'} (a checkpoint of another run?)"
+            )
+        for name in names:
+            cur, new = getattr(self, name), state[name]
+            if isinstance(cur, torch.Tensor):
+                if tuple(new.shape) != tuple(cur.shape):
+                    raise FedbenchError(
+                        f"{self.name}: saved state {name} has shape {tuple(new.shape)}, "
+                        f"this run's is {tuple(cur.shape)}"
+                    )
+                cur.copy_(new)
+            else:
+                setattr(self, name, new)
 
     # ---- device side ----
     @property
@@ -137,9 +228,28 @@ class Method:
         return g
 
     # ---- server side ----
-    def aggregate(self, ctx: RoundContext, res: LocalResult) -> tuple[torch.Tensor, dict]:
-        """Default: w^{t+1} = sum_i p_i w_i (FedAvg)."""
+    def combine(self, ctx: RoundContext, res: LocalResult) -> tuple[torch.Tensor, dict]:
+        """The method's new global model at server lr 1; default sum_i p_i w_i (FedAvg)."""
         return weighted_mean(res.w, ctx.weights), {}
+
+    def aggregate(self, ctx: RoundContext, res: LocalResult) -> tuple[torch.Tensor, dict]:
+        """What the engine calls: combine, then the server step."""
+        new_w, rec = self.combine(ctx, res)
+        return self.server_step(ctx, new_w), rec
+
+    def server_step(self, ctx: RoundContext, new_w: torch.Tensor) -> torch.Tensor:
+        """w^{t+1} = w^t + eta u, u = new_w - w^t, or with server momentum beta > 0
+        m <- beta m + u and w^{t+1} = w^t + eta m (FedAvgM: beta = 0.9, eta = 1; m starts at 0).
+        At eta = 1 without momentum it returns new_w itself (bit for bit)."""
+        lr, beta = server_settings(self, ctx.cfg)
+        if lr == 1 and not beta:
+            return new_w
+        w = ctx.global_w
+        u = new_w - w
+        if beta:
+            self.server_m = self.server_m.mul_(beta).add_(u)
+            u = self.server_m
+        return w + lr * u
 
 
 def weighted_mean(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedbench.methods.base import Method
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,9 @@ class FedAvgParams:
     pass
 
 
+@register(order=0)
 class FedAvg(Method):
     name = "fedavg"
     Params = FedAvgParams
     drops_stragglers = True
+    reduces_to_fedavg = {}

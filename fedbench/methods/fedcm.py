@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,9 @@ class FedCMParams:
         default=0.1,
         metadata={"help": "weight of the local gradient in [0, 1]; FedLGA's beta {0.01,0.1,0.5}"},
     )
-    eta_g: float = field(default=1.0, metadata={"help": "server learning rate; FedCM uses 1"})
+    eta_g: float = field(
+        default=1.0, metadata={"help": "server learning rate (= server_lr); FedCM uses 1"}
+    )
 
     def __post_init__(self):
         if not 0 <= self.alpha <= 1:
@@ -38,26 +39,21 @@ class FedCMParams:
             raise FedbenchError(f"fedcm: eta_g must be > 0, got {self.eta_g}")
 
 
+@register(order=60)
 class FedCM(Method):
     name = "fedcm"
     Params = FedCMParams
-
-    def setup(self, setup):
-        super().setup(setup)
-        self.delta = torch.zeros(setup.dim, device=setup.device, dtype=setup.dtype)
-
-    def state_dict(self):
-        return {"delta": self.delta}
-
-    def load_state_dict(self, state):
-        self.delta = state["delta"].to(self.delta)
+    state = (State("delta", "dim"),)
+    server_lr_param = "eta_g"
+    reduces_to_fedavg = {"alpha": 1.0}
 
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)
         return g.mul_(self.p.alpha).add_(self.delta, alpha=1.0 - self.p.alpha)
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         diff = ctx.global_w - res.w  # [K, D]
         k_eta = (ctx.steps.to(res.w.dtype) * ctx.lr).unsqueeze(1)
         self.delta = weighted_mean(diff / k_eta, ctx.weights)
-        return ctx.global_w - self.p.eta_g * weighted_mean(diff, ctx.weights), {}
+        # x_t - eta_g sum_i p_i (x_t - x_i): eta_g is the server step's learning rate
+        return ctx.global_w - weighted_mean(diff, ctx.weights), {}

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method
+from fedbench.methods.base import Method, State
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -45,21 +44,16 @@ class FedDynParams:
             )
 
 
+@register(order=50)
 class FedDyn(Method):
     name = "feddyn"
     Params = FedDynParams
+    state = (State("L", "clients x dim"),)
 
     def setup(self, setup):
         super().setup(setup)
-        self.L = torch.zeros(setup.num_clients, setup.dim, device=setup.device, dtype=setup.dtype)
         sizes = setup.client_sizes.to(setup.dtype)
-        self.alpha_i = self.p.alpha * sizes.mean() / sizes  # [N]
-
-    def state_dict(self):
-        return {"L": self.L}
-
-    def load_state_dict(self, state):
-        self.L = state["L"].to(self.L)
+        self.alpha_i = self.p.alpha * sizes.mean() / sizes  # [N], fixed by the data
 
     def client_start(self, ctx):
         a = self.alpha_i[ctx.clients].unsqueeze(1)
@@ -69,6 +63,6 @@ class FedDyn(Method):
         _, g = grad_fn(w)
         return g.add_(local["feddyn_lin"]).addcmul_(local["feddyn_alpha"], w)
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         self.L[ctx.clients] += res.delta
         return res.w.mean(0) + self.L.mean(0), {}

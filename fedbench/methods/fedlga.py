@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,14 @@ class FedLGAParams:
             raise FedbenchError(f"fedlga: eta_g must be > 0, got {self.eta_g}")
 
 
+@register(order=20)
 class FedLGA(Method):
     name = "fedlga"
     Params = FedLGAParams
+    server_lr_param = "eta_g"  # Eq. 7's eta_g is the server step's learning rate
+    reduces_to_fedavg = {}  # without heterogeneity (all tau_i = 1)
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         w = res.w  # [K, D] the devices' final models w^t + Delta_i
         delta = res.delta
         full = ctx.tau == 1  # K2
@@ -81,11 +85,9 @@ class FedLGA(Method):
             ratio = corr.norm(dim=1) / delta.norm(dim=1)
             norm_ratio = float(ratio[partial].mean())
             w = w + corr  # w^t + Delta_hat_i
-        # Eq. 7: w^t + eta_g sum p_i Delta_hat_i = w^t + eta_g (sum p_i w_hat_i - w^t), sum p = 1;
-        # at eta_g = 1 this is the plain weighted average, so FedLGA without stragglers is FedAvg.
-        avg = weighted_mean(w, ctx.weights)
-        new_w = avg if self.p.eta_g == 1 else ctx.global_w + self.p.eta_g * (avg - ctx.global_w)
-        return new_w, {
+        # Eq. 7 at eta_g = 1: w^t + sum p_i Delta_hat_i = sum p_i w_hat_i (sum p = 1), the plain
+        # weighted average, so FedLGA without stragglers is FedAvg; the server step adds eta_g.
+        return weighted_mean(w, ctx.weights), {
             "n_corrected": 0 if skipped else n_partial,
             "correction_skipped": skipped,
             "norm_ratio": norm_ratio,

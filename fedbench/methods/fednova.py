@@ -15,6 +15,8 @@ Server: cum_i = w^t - w_i (= lr times the sum of the local directions),
   `tau_eff=code` sum_i p_i S_i when mu != 0 (the official code's choice),
   D = sum_i p_i (tau_eff / a_i) cum_i, and w^{t+1} = w^t - D; with server momentum gmf > 0,
   buf <- gmf buf + D / lr and w^{t+1} = w^t - lr buf (the code's global momentum buffer).
+  gmf is not the server step's server_momentum (m <- beta m - D, w^{t+1} = w^t + m): the
+  code's buffer is in gradient units, so the two differ under lr decay; set only one.
 p_i = ctx.weights (n_i / sum n by default, the code's `ratio`). With mu = 0, no momentum and equal
 S_i this is FedAvg. Records tau_eff and a_mean (the mean a_i) per round.
 """
@@ -26,7 +28,8 @@ from dataclasses import dataclass, field
 import torch
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.registry import register
 
 TAU_EFF = ("paper", "code")
 
@@ -72,19 +75,21 @@ def normalisers(max_steps: int, lr: float, rho: float, mu: float) -> list[float]
     return out
 
 
+@register(order=30)
 class FedNova(Method):
     name = "fednova"
     Params = FedNovaParams
+    # the code's global momentum buffer (gmf), in gradient units: buf <- gmf buf + D / lr
+    state = (State("buf", "dim"),)
+    reduces_to_fedavg = {"mu": 0.0}  # with equal S_i and no local momentum
 
-    def setup(self, setup):
-        super().setup(setup)
-        self.buf = torch.zeros(setup.dim, device=setup.device, dtype=setup.dtype)
-
-    def state_dict(self):
-        return {"server_momentum": self.buf}
-
-    def load_state_dict(self, state):
-        self.buf = state["server_momentum"].to(self.buf)
+    @classmethod
+    def check_config(cls, params, cfg):
+        super().check_config(params, cfg)
+        if params.gmf and cfg.server_momentum:
+            raise FedbenchError(
+                "fednova: gmf and server_momentum are both server momentum; set only one"
+            )
 
     @property
     def plain_local_sgd(self) -> bool:
@@ -96,7 +101,7 @@ class FedNova(Method):
             g.add_(w - ctx.global_w, alpha=self.p.mu)
         return g
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         steps = ctx.steps.tolist()
         table = normalisers(max(steps), ctx.lr, ctx.cfg.momentum, self.p.mu)
         dtype, dev = res.w.dtype, res.w.device

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method
-from fedbench.metrics import gradient_dissimilarity
+from fedbench.methods.base import Method, State
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -76,24 +76,17 @@ class AdaptiveMu:
         return self.mu
 
 
+@register(order=10)
 class FedProx(Method):
     name = "fedprox"
     Params = FedProxParams
-
-    def setup(self, setup):
-        super().setup(setup)
-        self.adaptive = AdaptiveMu(self.p.mu)
-
-    @property
-    def mu(self) -> float:
-        return self.adaptive.mu
-
-    def state_dict(self):
-        a = self.adaptive
-        return {"mu": a.mu, "prev_loss": a.prev_loss, "n_down": a.n_down}
-
-    def load_state_dict(self, state):
-        self.adaptive = AdaptiveMu(state["mu"], state["prev_loss"], state["n_down"])
+    # the adaptive-mu rule's state (AdaptiveMu's fields); mu is the proximal weight in use
+    state = (
+        State("mu", "value", init=lambda p: p.mu),
+        State("prev_loss", "value"),
+        State("n_down", "value", init=0),
+    )
+    reduces_to_fedavg = {"mu": 0.0}
 
     @property
     def plain_local_sgd(self) -> bool:
@@ -106,17 +99,20 @@ class FedProx(Method):
         return g
 
     def aggregate(self, ctx, res):
-        new_w, rec = super().aggregate(ctx, res)
-        eng = ctx.engine
+        new_w, rec = super().aggregate(ctx, res)  # the model after the server step
+        services = ctx.services
         if self.p.dissimilarity:
-            rec["dissimilarity"] = gradient_dissimilarity(eng, ctx.global_w)
+            rec["dissimilarity"] = services.gradient_dissimilarity(ctx.global_w)
         if self.p.adaptive:
-            x, y = eng.data.train_x, eng.data.train_y
             rec["mu"] = self.mu
-            if self.adaptive.prev_loss is None:  # round 1 compares with the initial model
-                self.adaptive.update(eng.evaluate(x, y, w=ctx.global_w)[0])
+            if self.prev_loss is None:  # round 1 compares with the initial model
+                self._adapt(services.train_loss(ctx.global_w))
             # a BatchNorm model with its new running statistics (the engine's next global ones)
-            kw = {"buffers": eng.merged_buffers(ctx, res)} if eng.model.buffer_dim else {}
-            rec["global_train_loss"] = eng.evaluate(x, y, w=new_w, **kw)[0]
-            self.adaptive.update(rec["global_train_loss"])
+            rec["global_train_loss"] = services.train_loss(new_w, ctx, res)
+            self._adapt(rec["global_train_loss"])
         return new_w, rec
+
+    def _adapt(self, loss: float) -> None:
+        rule = AdaptiveMu(self.mu, self.prev_loss, self.n_down)
+        rule.update(loss)
+        self.mu, self.prev_loss, self.n_down = rule.mu, rule.prev_loss, rule.n_down

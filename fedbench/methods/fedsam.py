@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,11 @@ class FedSAMParams:
             raise FedbenchError(f"fedsam: r must be >= 0, got {self.r}")
 
 
+@register(order=80)
 class FedSAM(Method):
     name = "fedsam"
     Params = FedSAMParams
+    reduces_to_fedavg = {"r": 0.0}
 
     def local_step(self, ctx, w, grad_fn, local):
         wd = ctx.cfg.weight_decay

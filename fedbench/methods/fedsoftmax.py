@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import torch
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.registry import register
 
 LOSSES = ("last_epoch", "start")
 FSTARS = ("zero", "min_seen")
@@ -107,24 +108,14 @@ class FedMaxParams:
 class _LossWeighted(Method):
     """Shared part: the loss gaps l_i - l_i*, the weighted average and its record."""
 
-    def setup(self, setup):
-        super().setup(setup)
-        # running minimum of each device's loss (fstar=min_seen); +inf = not seen yet
-        self.min_seen = torch.full(
-            (setup.num_clients,), float("inf"), dtype=setup.dtype, device=setup.device
-        )
-
-    def state_dict(self):
-        return {"min_seen": self.min_seen.clone()}
-
-    def load_state_dict(self, state):
-        self.min_seen.copy_(state["min_seen"])
+    # running minimum of each device's loss (fstar=min_seen); +inf = not seen yet
+    state = (State("min_seen", "clients", fill=float("inf")),)
 
     def loss_gaps(self, ctx, res) -> torch.Tensor:
         if self.p.loss == "last_epoch":
             loss = res.last_epoch_loss
         else:
-            loss = ctx.engine.full_batch_grads(ctx.global_w, ctx.clients)[0]
+            loss = ctx.services.full_batch_grads(ctx.global_w, ctx.clients)[0]
         loss = loss.to(ctx.global_w.dtype)
         if self.p.fstar == "zero":
             return loss
@@ -135,11 +126,12 @@ class _LossWeighted(Method):
     def weights(self, ctx, gaps: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         alpha = self.weights(ctx, self.loss_gaps(ctx, res))
         return weighted_mean(res.w, alpha), {"agg_weights": alpha.tolist()}
 
 
+@register(order=100)
 class FedSoftMax(_LossWeighted):
     """FedSoftMax (paper 002 §2.3): average with softmax weights of the devices' losses."""
 
@@ -154,6 +146,7 @@ class FedSoftMax(_LossWeighted):
         return torch.softmax(logits, dim=0)  # subtracts the max: no overflow at large T
 
 
+@register(order=90)
 class FedMax(_LossWeighted):
     """FedMax / FedMax(k) (paper 002 §2.3): average the k devices with the largest loss."""
 
@@ -162,6 +155,7 @@ class FedMax(_LossWeighted):
 
     @classmethod
     def check_config(cls, params, cfg):
+        super().check_config(params, cfg)
         if params.k > cfg.clients_per_round:
             raise FedbenchError(
                 f"fedmax: k = {params.k} exceeds the devices per round K = "

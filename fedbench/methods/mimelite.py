@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,9 @@ class MimeLiteParams:
         default=0.1,
         metadata={"help": "server momentum in [0, 1]; FedLGA grid {0.01,0.1,0.5}"},
     )
-    eta_s: float = field(default=1.0, metadata={"help": "server learning rate; Mime uses 1"})
+    eta_s: float = field(
+        default=1.0, metadata={"help": "server learning rate (= server_lr); Mime uses 1"}
+    )
     damped: bool = field(
         default=True,
         metadata={"help": "true: (1-beta) g + beta m (Mime paper); false: g + beta m (fedjax)"},
@@ -43,19 +44,13 @@ class MimeLiteParams:
             raise FedbenchError(f"mimelite: eta_s must be > 0, got {self.eta_s}")
 
 
+@register(order=70)
 class MimeLite(Method):
     name = "mimelite"
     Params = MimeLiteParams
-
-    def setup(self, setup):
-        super().setup(setup)
-        self.m = torch.zeros(setup.dim, device=setup.device, dtype=setup.dtype)
-
-    def state_dict(self):
-        return {"m": self.m}
-
-    def load_state_dict(self, state):
-        self.m = state["m"].to(self.m)
+    state = (State("m", "dim"),)
+    server_lr_param = "eta_s"
+    reduces_to_fedavg = {"beta": 0.0}
 
     @property
     def _grad_scale(self) -> float:
@@ -65,10 +60,10 @@ class MimeLite(Method):
         _, g = grad_fn(w)
         return g.mul_(self._grad_scale).add_(self.m, alpha=self.p.beta)
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         x = ctx.global_w
-        new_w = x + self.p.eta_s * weighted_mean(res.delta, ctx.weights)
-        _, grads = ctx.engine.full_batch_grads(x, ctx.clients)
+        new_w = x + weighted_mean(res.delta, ctx.weights)  # the server step adds eta_s
+        _, grads = ctx.services.full_batch_grads(x, ctx.clients)
         g_bar = weighted_mean(grads, ctx.n_samples / ctx.n_samples.sum())
         if ctx.cfg.weight_decay:
             g_bar = g_bar + ctx.cfg.weight_decay * x

@@ -18,37 +18,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class ScaffoldParams:
-    eta_g: float = field(default=1.0, metadata={"help": "server learning rate; SCAFFOLD uses 1"})
+    eta_g: float = field(
+        default=1.0, metadata={"help": "server learning rate (= server_lr); SCAFFOLD uses 1"}
+    )
 
     def __post_init__(self):
         if not self.eta_g > 0:
             raise FedbenchError(f"scaffold: eta_g must be > 0, got {self.eta_g}")
 
 
+@register(order=40)
 class Scaffold(Method):
     name = "scaffold"
     Params = ScaffoldParams
+    state = (State("c", "dim"), State("c_i", "clients x dim"))
+    server_lr_param = "eta_g"
     local_drift = "scaffold_corr"  # local_step is g + this: the engine may fuse it
-
-    def setup(self, setup):
-        super().setup(setup)
-        self.c = torch.zeros(setup.dim, device=setup.device, dtype=setup.dtype)
-        self.c_i = torch.zeros(setup.num_clients, setup.dim, device=setup.device, dtype=setup.dtype)
-
-    def state_dict(self):
-        return {"c": self.c, "c_i": self.c_i}
-
-    def load_state_dict(self, state):
-        self.c = state["c"].to(self.c)
-        self.c_i = state["c_i"].to(self.c_i)
 
     def client_start(self, ctx):
         # the correction c - c_i of each sampled device; the engine slices it to the active rows
@@ -58,11 +50,12 @@ class Scaffold(Method):
         _, g = grad_fn(w)
         return g.add_(local["scaffold_corr"])
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         x, ids = ctx.global_w, ctx.clients
         k_eta = (ctx.steps.to(res.w.dtype) * ctx.lr).unsqueeze(1)
         c_old = self.c_i[ids]
         c_new = c_old - self.c + (x - res.w) / k_eta
         self.c = self.c + (c_new - c_old).sum(0) / self.n_clients
         self.c_i[ids] = c_new
-        return x + self.p.eta_g * weighted_mean(res.delta, ctx.weights), {}
+        # x + eta_g sum_i p_i (y_i - x): eta_g is the server step's learning rate
+        return x + weighted_mean(res.delta, ctx.weights), {}

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import Method
+from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class SFLParams:
     pass
 
 
+@register(order=110)
 class SFL(Method):
     """SFL (Li & Lyu): devices train one after another in a random order; the last model is kept."""
 
@@ -36,29 +38,29 @@ class SFL(Method):
     Params = SFLParams
     sequential = True
 
-    def aggregate(self, ctx, res):
+    def combine(self, ctx, res):
         order = res.order
         return res.w[order[-1]].clone(), {"order": ctx.clients[order].tolist()}
 
 
 @dataclass(frozen=True)
 class PFLParams:
-    eta_g: float = field(default=1.0, metadata={"help": "global learning rate (1 in the paper)"})
+    eta_g: float = field(
+        default=1.0, metadata={"help": "global learning rate (= server_lr; 1 in the paper)"}
+    )
 
     def __post_init__(self):
         if not self.eta_g > 0:
             raise FedbenchError(f"pfl: eta_g must be > 0, got {self.eta_g}")
 
 
+@register(order=120)
 class PFL(Method):
     """PFL (Li & Lyu): parallel local training, w += eta_g sum p_i Delta_i (FedAvg at eta_g=1)."""
 
     name = "pfl"
     Params = PFLParams
-
-    def aggregate(self, ctx, res):
-        # w^t + eta_g sum p_i Delta_i = w^t + eta_g (sum p_i w_i - w^t), since sum p_i = 1
-        avg = weighted_mean(res.w, ctx.weights)
-        if self.p.eta_g == 1:
-            return avg, {}
-        return ctx.global_w + self.p.eta_g * (avg - ctx.global_w), {}
+    # w^t + eta_g sum p_i Delta_i = w^t + eta_g (sum p_i w_i - w^t), since sum p_i = 1: FedAvg's
+    # combine, then the server step with learning rate eta_g
+    server_lr_param = "eta_g"
+    reduces_to_fedavg = {}

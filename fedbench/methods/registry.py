@@ -1,0 +1,135 @@
+"""The method registry: each method module registers its classes with @register.
+
+Adding a local-step method touches two files and nothing else:
+
+1. fedbench/methods/<name>.py: a frozen ``Params`` dataclass (every field with a default and
+   metadata {"help": ...}, bad values rejected in ``__post_init__`` with a one-line
+   FedbenchError) and a ``Method`` subclass decorated with ``@register`` that sets ``name`` and
+   ``Params`` and overrides what differs from FedAvg (``local_step``; ``combine`` for a server
+   rule; ``state`` for persistent state; ``reduces_to_fedavg`` if some parameter values make it
+   FedAvg). The package imports every module in its folder, so registering needs no other edit.
+2. tests/test_<name>.py: its update rule against a case computed by hand. The registry-driven
+   contract tests (tests/test_method_contracts.py) pick the new method up by themselves.
+
+Registration checks the class (one-line FedbenchError at import): a unique name, a Params
+dataclass whose fields all have a default and help, and no parameter named like a config field
+or alias (``--set`` and sweep grids route those names to the config, never to a method).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from fedbench.config import ALIASES, FIELD_TYPES
+from fedbench.errors import FedbenchError
+from fedbench.methods.base import SERVER_MOMENTUM, Method
+
+# name -> class, in listing order (Method.listing_order, then name)
+METHODS: dict[str, type[Method]] = {}
+
+
+def register(cls: type[Method] | None = None, *, order: float | None = None):
+    """Class decorator: check a Method subclass and add it to METHODS (``@register`` or
+    ``@register(order=10)``; the order places it in listings, default after the built-in ones)."""
+
+    def add(c: type[Method]) -> type[Method]:
+        if order is not None:
+            c.listing_order = order
+        check_method_class(c, METHODS)
+        METHODS[c.name] = c
+        ordered = sorted(METHODS.items(), key=lambda kv: (kv[1].listing_order, kv[0]))
+        METHODS.clear()
+        METHODS.update(ordered)
+        return c
+
+    return add if cls is None else add(cls)
+
+
+def check_method_class(cls: type[Method], registry: dict[str, type[Method]]) -> None:
+    """The registration contract; raises a one-line FedbenchError naming what to fix."""
+    where = f"method class {cls.__name__}"
+    if not (isinstance(cls, type) and issubclass(cls, Method)) or not cls.name:
+        raise FedbenchError(f"{where}: must subclass Method and set a name")
+    if cls.name in registry and registry[cls.name] is not cls:
+        raise FedbenchError(f"{where}: method name {cls.name!r} is already registered")
+    if not dataclasses.is_dataclass(cls.Params):
+        raise FedbenchError(f"{where}: Params must be a dataclass")
+    params = {f.name: f for f in dataclasses.fields(cls.Params)}
+    for name, f in params.items():
+        if name in FIELD_TYPES or name in ALIASES:
+            raise FedbenchError(
+                f"{cls.name}: parameter {name!r} is also a config field or alias, so --set "
+                f"{name}=... would never reach it; rename the parameter"
+            )
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise FedbenchError(f"{cls.name}: parameter {name!r} needs a default")
+        if not f.metadata.get("help"):
+            raise FedbenchError(f"{cls.name}: parameter {name!r} needs metadata help")
+    state_names = [s.name for s in cls.state]
+    if len(set(state_names)) != len(state_names) or SERVER_MOMENTUM.name in state_names:
+        raise FedbenchError(
+            f"{cls.name}: state names must be unique and not {SERVER_MOMENTUM.name!r}"
+        )
+    named = [cls.server_lr_param] if cls.server_lr_param else []
+    named += list(cls.reduces_to_fedavg or {})
+    for name in named:
+        if name not in params:
+            raise FedbenchError(f"{cls.name}: {name!r} is not one of its parameters")
+
+
+def method_class(name: str) -> type[Method]:
+    if name not in METHODS:
+        raise FedbenchError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def method_params(name: str, values: dict[str, Any]) -> Any:
+    """Build (and so validate) a method's Params from a dict of names from the papers."""
+    cls = method_class(name)
+    known = {f.name: f for f in dataclasses.fields(cls.Params)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        allowed = ", ".join(known) or "none"
+        raise FedbenchError(
+            f"unknown parameter {unknown[0]!r} for method {name}; its parameters: {allowed}"
+        )
+    coerced = {}
+    for k, v in values.items():
+        default = known[k].default
+        if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if default is not dataclasses.MISSING and default is not None and v is not None:
+            if not isinstance(v, type(default)):
+                raise FedbenchError(
+                    f"{name}: parameter {k} expects {type(default).__name__}, got {v!r}"
+                )
+            if isinstance(v, float) and v != v:
+                raise FedbenchError(f"{name}: parameter {k} must be a number, got nan")
+        coerced[k] = v
+    return cls.Params(**coerced)
+
+
+def describe_methods() -> list[dict[str, str]]:
+    """One row per method: name, parameters with defaults, what each means (from the Params
+    dataclass fields' metadata "help") and the first line of the class's docstring, else of the
+    module's."""
+    rows = []
+    for name, cls in METHODS.items():
+        params = []
+        for f in dataclasses.fields(cls.Params):
+            text = f"{f.name}={f.default}"
+            if f.metadata.get("help"):
+                text += f" ({f.metadata['help']})"
+            params.append(text)
+        # a class docstring names one of several methods sharing a module
+        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()
+        rows.append(
+            {"method": name, "parameters": "; ".join(params) or "–", "about": doc[0] if doc else ""}
+        )
+    return rows
+
+
+def build_method(name: str, values: dict[str, Any]) -> Method:
+    return method_class(name)(method_params(name, values))
