@@ -64,6 +64,7 @@ def main() -> None:
         variants[T] = lambda w, T=T: windowed(model, w, xs, ys, bws, lr, T)
     for fn in variants.values():  # warm-up
         timed(fn, w0)
+    load_before = os.getloadavg()[0]
     times = {name: [] for name in variants}
     order = list(variants)
     for _ in range(args.reps):
@@ -71,7 +72,8 @@ def main() -> None:
         for name in order:
             times[name].append(timed(variants[name], w0))
 
-    print(f"load before/after: {os.getloadavg()[0]:.2f} (1-min), threads {args.threads}")
+    load = f"{load_before:.2f} / {os.getloadavg()[0]:.2f}"
+    print(f"1-min load before / after: {load}, {args.threads} thread(s)")
     print(f"{args.steps} steps, K={k}, B={b}, 784-400-10, {args.reps} paired repetitions")
     base = times["step"]
     print(f"per-step: median {statistics.median(base) * 1e3 / args.steps:.2f} ms/step")

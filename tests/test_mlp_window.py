@@ -69,6 +69,26 @@ def test_window_equals_per_step_float64(sizes, wd, window):
     torch.testing.assert_close(l_win, l_ref, rtol=0, atol=1e-12)
 
 
+def test_window_image_inputs_and_empty_tail():
+    """Inputs shaped as images [T, k, B, 1, 5, 6], rows ending inside the window down to none
+    active at its last steps (their losses 0), weight decay: equal to sgd_step per step."""
+    model = BatchedMLP([30, 20, 10])
+    f64 = dict(dtype=torch.float64)
+    w = model.init(torch.Generator().manual_seed(0), torch.float64).expand(3, -1).clone()
+    w_ref = w.clone()
+    gen = torch.Generator().manual_seed(3)
+    xs = torch.rand(4, 3, 5, 1, 5, 6, generator=gen, **f64)
+    ys = torch.randint(0, 10, (4, 3, 5), generator=gen)
+    bws = torch.full((4, 3, 5), 0.2, **f64)
+    active = [3, 2, 0, 0]
+    losses = model.sgd_steps(w, xs, ys, bws, active, 0.1, 0.01)
+    l_ref = torch.zeros(4, 3, **f64)
+    for t, ka in enumerate(active):
+        l_ref[t, :ka] = model.sgd_step(w_ref[:ka], xs[t, :ka], ys[t, :ka], bws[t, :ka], 0.1, 0.01)
+    torch.testing.assert_close(w, w_ref, rtol=0, atol=1e-12)
+    torch.testing.assert_close(losses, l_ref, rtol=0, atol=1e-12)
+
+
 def test_window_hand_computed():
     """784-400-10 in miniature, 1-1-2, two 1-sample steps in one window, worked by hand (float64,
     lr 1, label 0): x0 = 1, x1 = 2, W1 = 1, b1 = 0, W2 = [1, -1], b2 = 0.
