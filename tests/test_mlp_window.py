@@ -134,11 +134,12 @@ def test_window_float32_fedlga_round():
     steps on the longest device, rows finishing at different steps), window T = step_window.
     The window differs from the per-step engine by rounding, and by what rounding causes: a
     hidden unit whose pre-activation is within rounding of 0 may switch its ReLU the other way,
-    and that row's later steps drift apart. The per-step float32 engine itself ends 9.1e-4 from
-    float64 on this round (one such switch, row 0, step ~200); the window 1.7e-4 (T=4, 8),
-    3.9e-6 (T=16), 9e-8 (T=32). Bound: max |w_window - w_step| <= 2e-3 (the largest weight
-    is 0.06, the round moves weights by up to 0.017); per-step losses within 5e-3 and the
-    round's mean loss within 1e-5."""
+    and that row's later steps drift apart. Measured on this round (seed 0; seed 1): the
+    per-step float32 engine ends 9.1e-4 (7.6e-4) from float64, the window at T=8 1.7e-4
+    (8.8e-8), at T=16 3.9e-6 (8.7e-8); window vs per-step 9.1e-4 (7.6e-4), per-step losses
+    2.4e-3 (1.3e-3) apart, the round's summed loss 3.2e-7 relative. Bound: max |w_window -
+    w_step| <= 3e-3 (the largest weight is 0.06; the round moves weights by up to 0.017),
+    per-step losses within 5e-3, the round's summed loss within 5e-6 relative."""
     sizes, k, steps, lr = [784, 400, 10], 10, 600, 0.01
     model = BatchedMLP(sizes)
     w0 = model.init(torch.Generator().manual_seed(0), torch.float32).expand(k, -1).clone()
@@ -146,6 +147,6 @@ def test_window_float32_fedlga_round():
     w_ref, l_ref = run_per_step(model, w0, xs, ys, bws, n_steps, lr, 0.0)
     w_win, l_win = run_windows(model, w0, xs, ys, bws, n_steps, lr, 0.0, model.step_window)
     assert (w_ref - w0).abs().max() > 1e-2
-    assert (w_win - w_ref).abs().max() <= 2e-3
+    assert (w_win - w_ref).abs().max() <= 3e-3
     assert (l_win - l_ref).abs().max() <= 5e-3
-    assert abs(l_win.sum() - l_ref.sum()) <= 1e-5 * l_ref.sum()
+    assert abs(l_win.sum() - l_ref.sum()) <= 5e-6 * l_ref.sum()
