@@ -1,5 +1,6 @@
 """Fully connected networks: multinomial logistic regression (784->10, 60->10) and the FedLGA
-MLP 784->400->ReLU->10, each layer one torch.baddbmm over the K stacked models."""
+MLP 784->400->ReLU->10, each layer one torch.baddbmm over the K stacked models. With a hidden
+layer, sgd_steps trains a window of steps with one first-layer update GEMM (exact)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fedbench.models.base import BatchedModel
 
 class BatchedMLP(BatchedModel):
     # sgd_steps' window T for MLPs with a hidden layer (measured, see sgd_steps); 1 = no window
-    HIDDEN_WINDOW = 8
+    HIDDEN_WINDOW = 16
     step_window: int = 1
 
     def __init__(self, sizes: list[int], init: str = "default"):
@@ -114,9 +115,15 @@ class BatchedMLP(BatchedModel):
         B x n x h GEMMs (forward, rank-B update) run at a third to a half of the GEMM rate with
         only B rows; the window does the same FLOPs as two (T*B) x n x h GEMMs at full rate, plus
         the Gram ((T*B)^2 n: T*B/h of one forward GEMM) and the corrections (~B^2 T^2 h / 2), so
-        the gain saturates and then falls as T grows. step_window is the T measured best
-        (benchmarks/mlp_window.py, 1 thread)."""
+        the gain saturates and then falls as T grows. step_window is the T measured best:
+        benchmarks/mlp_window.py (1 thread, paired, 96 steps, 2-core machine at load 4-8),
+        median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
+        T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
+        240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
+        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole."""
         T, k = len(active), active[0]
+        if not k:
+            return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
         if T == 1 or len(self.sizes) < 3:  # no hidden layer: nothing to gain (logreg)
             return self._steps_one_by_one(w, xs, ys, bws, active, lr, weight_decay)
         losses = torch.zeros(T, k, dtype=w.dtype, device=w.device)
@@ -127,19 +134,12 @@ class BatchedMLP(BatchedModel):
         p_all = torch.bmm(x_all, w1.transpose(1, 2))  # X W1_0^T  [k, T*B, h]
         gram = torch.bmm(x_all, x_all.transpose(1, 2))  # [k, T*B, T*B]
         d_all = torch.zeros_like(p_all)  # D_t, zero where a row is inactive
-        decay = 1.0 - lr * weight_decay
         for s, ka in enumerate(active):
             cur = slice(s * b, (s + 1) * b)
-            z0 = torch.add(b1[:ka].unsqueeze(1), p_all[:ka, cur], alpha=decay**s)
-            if s:
-                g = gram[:ka, cur, : s * b]
-                if weight_decay:  # step t's update has decayed s-1-t times by step s
-                    pw = decay ** torch.arange(s - 1, -1, -1, dtype=w.dtype, device=w.device)
-                    g = (g.view(ka, b, s, b) * pw.view(1, 1, s, 1)).view(ka, b, s * b)
-                z0.baddbmm_(g, d_all[:ka, : s * b], alpha=-lr)
+            z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
 
-            def update(i, dz, act, s=s, ka=ka, cur=cur):
-                if i == 0:
+            def update(i, dz, act, ka=ka, cur=cur):
+                if i == 0:  # the first layer's weight waits for the window's end
                     d_all[:ka, cur] = dz
                     self._update_layer(None, params[1][:ka], dz, act, lr, weight_decay)
                 else:
@@ -149,15 +149,38 @@ class BatchedMLP(BatchedModel):
             losses[s, :ka] = self._forward_backward(
                 w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0=z0
             )
-        if weight_decay:  # row r ran f_r steps: W1_0 decays f_r times, step t's D_t f_r-1-t
+        self._window_update(w1, d_all, x_all, active, lr, weight_decay)
+        return losses
+
+    @staticmethod
+    def _window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay):
+        """First-layer pre-activation of the window's step s, rows :ka:
+        d^s X_s W1_0^T + b1 - lr sum_{t<s} d^(s-1-t) (X_s X_t^T) D_t."""
+        decay = 1.0 - lr * weight_decay
+        cur = slice(s * b, (s + 1) * b)
+        z0 = torch.add(b1[:ka].unsqueeze(1), p_all[:ka, cur], alpha=decay**s)
+        if s:
+            g = gram[:ka, cur, : s * b]
+            if weight_decay:  # step t's update has decayed s-1-t times by step s
+                pw = decay ** torch.arange(s - 1, -1, -1, dtype=g.dtype, device=g.device)
+                g = (g.view(ka, b, s, b) * pw.view(1, 1, s, 1)).view(ka, b, s * b)
+            z0.baddbmm_(g, d_all[:ka, : s * b], alpha=-lr)
+        return z0
+
+    @staticmethod
+    def _window_update(w1, d_all, x_all, active, lr, weight_decay):
+        """W1 -= lr D_all^T X_all (one GEMM, inner dimension T*B); with weight decay, row r
+        that ran f_r steps decays W1_0 f_r times and step t's D_t f_r-1-t times."""
+        if weight_decay:
+            decay = 1.0 - lr * weight_decay
+            k, T = w1.shape[0], len(active)
             f = [sum(a > r for a in active) for r in range(k)]
-            f = torch.tensor(f, dtype=w.dtype, device=w.device).unsqueeze(1)  # [k, 1]
-            ts = torch.arange(T, dtype=w.dtype, device=w.device)
+            f = torch.tensor(f, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
+            ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
             coef = torch.where(ts < f, decay ** (f - 1 - ts), 0.0)  # [k, T]
-            d_all.view(k, T, b, -1).mul_(coef.view(k, T, 1, 1))
+            d_all.view(k, T, -1, d_all.shape[2]).mul_(coef.view(k, T, 1, 1))
             w1.mul_((decay**f).view(k, 1, 1))
         w1.baddbmm_(d_all.transpose(1, 2), x_all, alpha=-lr)
-        return losses
 
     def _steps_one_by_one(self, w, xs, ys, bws, active, lr, weight_decay):
         losses = torch.zeros(len(active), active[0], dtype=w.dtype, device=w.device)
