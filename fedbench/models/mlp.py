@@ -1,5 +1,6 @@
 """Fully connected networks: multinomial logistic regression (784->10, 60->10) and the FedLGA
-MLP 784->400->ReLU->10, each layer one torch.baddbmm over the K stacked models."""
+MLP 784->400->ReLU->10, each layer one torch.baddbmm over the K stacked models. With a hidden
+layer, sgd_steps trains a window of steps with one first-layer update GEMM (exact)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,15 @@ from fedbench.models.base import BatchedModel
 
 
 class BatchedMLP(BatchedModel):
+    # sgd_steps' window T for MLPs with a hidden layer (measured, see sgd_steps); 1 = no window
+    HIDDEN_WINDOW = 16
+    step_window: int = 1
+
     def __init__(self, sizes: list[int], init: str = "default"):
         self.sizes = list(sizes)
         self.init_mode = init
+        if len(self.sizes) >= 3:  # logreg has no hidden layer: speed's compiled path
+            self.step_window = self.HIDDEN_WINDOW
         shapes = []
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             idx = 1 + 2 * i  # nn.Sequential(Flatten, Linear, ReLU, Linear, ...)
@@ -31,17 +38,21 @@ class BatchedMLP(BatchedModel):
                 h = torch.relu(h)
         return h
 
-    def _forward_backward(self, w, x, y, weight, visit):
+    def _forward_backward(self, w, x, y, weight, visit, z0=None):
         """Forward, then backward layer by layer from the top; visit(i, dz, act) receives each
         layer's output gradient dz [k, B, out] and input act [k, B, in] after the gradient
-        flowing further down has been computed (so visit may update layer i in place)."""
+        flowing further down has been computed (so visit may update layer i in place).
+        z0, when given, is the first layer's pre-activation [k, B, out] (sgd_steps' window)."""
         params = self.unflatten(w)
         n_layers = len(params) // 2
         acts = [x.flatten(2)]  # inputs of each layer
         pre = []  # pre-activations
         h = acts[0]
         for i in range(n_layers):
-            z = torch.baddbmm(params[2 * i + 1].unsqueeze(1), h, params[2 * i].transpose(1, 2))
+            if i == 0 and z0 is not None:
+                z = z0
+            else:
+                z = torch.baddbmm(params[2 * i + 1].unsqueeze(1), h, params[2 * i].transpose(1, 2))
             pre.append(z)
             if i < n_layers - 1:
                 h = torch.relu(z)
@@ -79,16 +90,116 @@ class BatchedMLP(BatchedModel):
         gradient; for the FedLGA MLP (K=10: 12.5 MB of weights) that keeps a step inside a 16 MB
         L3 cache. Same result as loss_and_grad + update (tested)."""
         params = self.unflatten(w)
-        decay = 1.0 - lr * weight_decay
 
         def update(i, dz, act):
-            weight_i, bias_i = params[2 * i], params[2 * i + 1]
-            weight_i.baddbmm_(dz.transpose(1, 2), act, beta=decay, alpha=-lr)
-            if weight_decay:
-                bias_i.mul_(decay)
-            bias_i.sub_(dz.sum(1), alpha=lr)
+            self._update_layer(params[2 * i], params[2 * i + 1], dz, act, lr, weight_decay)
 
         return self._forward_backward(w, x, y, weight, update)
+
+    def sgd_steps(self, w, xs, ys, bws, active, lr: float, weight_decay: float = 0.0):
+        """T = len(active) plain SGD steps in place; losses [T, k] (0 for inactive rows). Same as
+        `losses[t, :active[t]] = sgd_step(w[:active[t]], xs[t, :active[t]], ...)` for each t
+        (float64: to 1e-12; float32: rounding only, bounded over a round in the tests).
+
+        Why it is exact: the first layer's weight after s steps of the window is
+        W1_s = d^s W1_0 - lr sum_{t<s} d^(s-1-t) D_t^T X_t (D_t [B, out] its output gradients,
+        batch weights included; d = 1 - lr wd), so its pre-activation at step s is
+        X_s W1_s^T = d^s X_s W1_0^T - lr sum_{t<s} d^(s-1-t) (X_s X_t^T) D_t. The window computes
+        X W1_0^T and the Gram X X^T of all T*B samples at once, corrects each step's forward by
+        the small Gram product, runs the rest of the network (first bias, upper layers) per step
+        exactly as sgd_step, and applies the T first-layer updates at the end as ONE GEMM with
+        inner dimension T*B. A row that finishes at step f (active[f] <= row) gets D_t = 0 for
+        t >= f and decay d^f, not d^T.
+
+        Cost model (FedLGA MLP, per row, B=10, n=784 inputs, h=400 hidden): per step the two
+        B x n x h GEMMs (forward, rank-B update) run at a third to a half of the GEMM rate with
+        only B rows; the window does the same FLOPs as two (T*B) x n x h GEMMs at full rate, plus
+        the Gram ((T*B)^2 n: T*B/h of one forward GEMM) and the corrections (~B^2 T^2 h / 2), so
+        the gain saturates and then falls as T grows. step_window is the T measured best:
+        benchmarks/mlp_window.py (1 thread, paired, 96 steps, 2-core machine at load 4-8),
+        median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
+        T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
+        240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
+        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole."""
+        T, k = len(active), active[0]
+        if not k:
+            return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
+        if T == 1 or len(self.sizes) < 3:  # no hidden layer: nothing to gain (logreg)
+            return self._steps_one_by_one(w, xs, ys, bws, active, lr, weight_decay)
+        losses = torch.zeros(T, k, dtype=w.dtype, device=w.device)
+        params = self.unflatten(w)
+        w1, b1 = params[0], params[1]  # [k, h, n], [k, h]
+        b = xs.shape[2]
+        x_all = xs[:, :k].flatten(3).transpose(0, 1).reshape(k, T * b, -1)  # [k, T*B, n]
+        p_all = torch.bmm(x_all, w1.transpose(1, 2))  # X W1_0^T  [k, T*B, h]
+        gram = torch.bmm(x_all, x_all.transpose(1, 2))  # [k, T*B, T*B]
+        d_all = torch.zeros_like(p_all)  # D_t, zero where a row is inactive
+        for s, ka in enumerate(active):
+            cur = slice(s * b, (s + 1) * b)
+            z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
+
+            def update(i, dz, act, ka=ka, cur=cur):
+                if i == 0:  # the first layer's weight waits for the window's end
+                    d_all[:ka, cur] = dz
+                    self._update_layer(None, params[1][:ka], dz, act, lr, weight_decay)
+                else:
+                    wk = [p[:ka] for p in params[2 * i : 2 * i + 2]]
+                    self._update_layer(wk[0], wk[1], dz, act, lr, weight_decay)
+
+            losses[s, :ka] = self._forward_backward(
+                w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0=z0
+            )
+        self._window_update(w1, d_all, x_all, active, lr, weight_decay)
+        return losses
+
+    @staticmethod
+    def _window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay):
+        """First-layer pre-activation of the window's step s, rows :ka:
+        d^s X_s W1_0^T + b1 - lr sum_{t<s} d^(s-1-t) (X_s X_t^T) D_t."""
+        decay = 1.0 - lr * weight_decay
+        cur = slice(s * b, (s + 1) * b)
+        z0 = torch.add(b1[:ka].unsqueeze(1), p_all[:ka, cur], alpha=decay**s)
+        if s:
+            g = gram[:ka, cur, : s * b]
+            if weight_decay:  # step t's update has decayed s-1-t times by step s
+                pw = decay ** torch.arange(s - 1, -1, -1, dtype=g.dtype, device=g.device)
+                g = (g.view(ka, b, s, b) * pw.view(1, 1, s, 1)).view(ka, b, s * b)
+            z0.baddbmm_(g, d_all[:ka, : s * b], alpha=-lr)
+        return z0
+
+    @staticmethod
+    def _window_update(w1, d_all, x_all, active, lr, weight_decay):
+        """W1 -= lr D_all^T X_all (one GEMM, inner dimension T*B); with weight decay, row r
+        that ran f_r steps decays W1_0 f_r times and step t's D_t f_r-1-t times."""
+        if weight_decay:
+            decay = 1.0 - lr * weight_decay
+            k, T = w1.shape[0], len(active)
+            f = [sum(a > r for a in active) for r in range(k)]
+            f = torch.tensor(f, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
+            ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
+            coef = torch.where(ts < f, decay ** (f - 1 - ts), 0.0)  # [k, T]
+            d_all.view(k, T, -1, d_all.shape[2]).mul_(coef.view(k, T, 1, 1))
+            w1.mul_((decay**f).view(k, 1, 1))
+        w1.baddbmm_(d_all.transpose(1, 2), x_all, alpha=-lr)
+
+    def _steps_one_by_one(self, w, xs, ys, bws, active, lr, weight_decay):
+        losses = torch.zeros(len(active), active[0], dtype=w.dtype, device=w.device)
+        for t, ka in enumerate(active):
+            losses[t, :ka] = self.sgd_step(
+                w[:ka], xs[t, :ka], ys[t, :ka], bws[t, :ka], lr, weight_decay
+            )
+        return losses
+
+    @staticmethod
+    def _update_layer(weight_i, bias_i, dz, act, lr, weight_decay):
+        """One layer's SGD update from its output gradient dz and input act, in place
+        (weight_i None: the bias only)."""
+        decay = 1.0 - lr * weight_decay
+        if weight_i is not None:
+            weight_i.baddbmm_(dz.transpose(1, 2), act, beta=decay, alpha=-lr)
+        if weight_decay:
+            bias_i.mul_(decay)
+        bias_i.sub_(dz.sum(1), alpha=lr)
 
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
         if self.init_mode == "zeros":  # FedProx's TF model starts from zeros
