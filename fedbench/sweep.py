@@ -229,26 +229,34 @@ class Plan:
     repair: set[str] = field(default_factory=set)  # finished runs with unreadable rounds
     problems: list[str] = field(default_factory=list)
     unavailable: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # old-version records used, copies
 
     @property
     def total(self) -> int:
         return len(self.todo) + len(self.done) + len(self.busy)
 
 
-def plan_sweep(configs: list[RunConfig], results: Path | str) -> Plan:
+def plan_sweep(
+    configs: list[RunConfig], results: Path | str, on_error: str = "skip", strict: bool = False
+) -> Plan:
+    """Which configs are done, running elsewhere, or to run. Done: a finished record with the
+    config's identity and readable rounds, on the data this config would load now (its data
+    fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
+    is rerun (on_error="skip", the default) or stops the plan with its name ("fail");
+    strict=True refuses records written by another fedbench version."""
     from fedbench.claims import claimed_elsewhere
     from fedbench.results import FINISHED, RunIndex
 
-    index = RunIndex(results, on_error="skip", must_exist=False)
+    index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict)
     plan = Plan(problems=list(index.problems))
     for cfg in configs:
         key = cfg.config_hash()
         n_problems = len(index.problems)
-        if index.finished(key) is not None:
+        if _done(index, cfg, key) is not None:
             plan.done.append(cfg.run_id())
             continue
         if len(index.problems) > n_problems:  # finished, but its rounds.parquet is unreadable
-            plan.problems.append(index.problems[-1])
+            plan.problems += index.problems[n_problems:]
             rec = index.find(key)
             if rec is not None and rec.status in FINISHED:
                 plan.repair.add(cfg.run_id())
@@ -256,7 +264,23 @@ def plan_sweep(configs: list[RunConfig], results: Path | str) -> Plan:
             plan.busy.append(cfg.run_id())
         else:
             plan.todo.append(cfg)
+    plan.notes = index.notes
     return plan
+
+
+def _done(index, cfg: RunConfig, key: str):
+    """The finished record of cfg on the data it would load now, or None."""
+    if index.finished(key) is None:
+        return None
+    if not any(index.fingerprints(key) - {None}):  # records from before fingerprints
+        return index.finished(key)
+    from fedbench.data import data_fingerprint
+
+    try:
+        fp = data_fingerprint(cfg)
+    except FedbenchError:  # the data is not on this machine: the record is all there is
+        return index.finished(key)
+    return index.finished(key, fingerprint=fp)
 
 
 # ---------------------------------------------------------------- running one config
@@ -610,6 +634,7 @@ def run_sweep(
             if run_task is not None:
                 progress.remove_task(run_task)
     report.seconds = time.perf_counter() - t0
+    recheck_busy(report, results)
     return report
 
 
@@ -636,6 +661,29 @@ def summary_table(report: SweepReport, limit: int = 40):
             o.error or "",
         )
     return table
+
+
+def recheck_busy(report: SweepReport, results: Path | str) -> None:
+    """Reread the claims of the runs that were running elsewhere (at planning, or when this
+    sweep tried to claim them): those that finished meanwhile count as already done, so a
+    summary printed after everything finished does not say "running elsewhere"."""
+    from fedbench.claims import claimed_elsewhere
+
+    def finished(rid: str) -> bool:
+        return not claimed_elsewhere(results, rid) and _finished_folder(results, rid)
+
+    report.plan.done += [rid for rid in report.plan.busy if finished(rid)]
+    report.plan.busy = [rid for rid in report.plan.busy if rid not in report.plan.done]
+    for o in report.outcomes:
+        if o.status == "busy" and finished(o.run_id):
+            o.status = "done"
+
+
+def _finished_folder(results: Path | str, run_id: str) -> bool:
+    from fedbench.results import FINISHED, RunIndex
+
+    index = RunIndex(results, on_error="skip", must_exist=False, prefix=run_id)
+    return any(r.status in FINISHED and index.rounds_ok(r) for r in index.records())
 
 
 def summary_line(report: SweepReport) -> str:
