@@ -330,6 +330,9 @@ def _check_meta(meta: object) -> str | None:
     for k in ("summary", "data"):
         if meta.get(k) is not None and not isinstance(meta[k], dict):
             return f"{k} is not an object"
+    for k, v in (meta.get("summary") or {}).items():
+        if k in SUMMARY_KEYS and not (v is None or isinstance(v, (int, float))):
+            return f"summary.{k} is {v!r}, not a number"
     return None
 
 

@@ -230,6 +230,7 @@ class Plan:
     problems: list[str] = field(default_factory=list)
     unavailable: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # old-version records used, copies
+    left: list[str] = field(default_factory=list)  # claimed elsewhere, then left unfinished
 
     @property
     def total(self) -> int:
@@ -665,18 +666,22 @@ def summary_table(report: SweepReport, limit: int = 40):
 
 def recheck_busy(report: SweepReport, results: Path | str) -> None:
     """Reread the claims of the runs that were running elsewhere (at planning, or when this
-    sweep tried to claim them): those that finished meanwhile count as already done, so a
-    summary printed after everything finished does not say "running elsewhere"."""
+    sweep tried to claim them), so that a summary printed after everything finished does not
+    say "running elsewhere": a run still claimed stays busy, a finished one counts as already
+    done, one whose claim is gone unfinished (that sweep failed or was killed) is `left`."""
     from fedbench.claims import claimed_elsewhere
 
-    def finished(rid: str) -> bool:
-        return not claimed_elsewhere(results, rid) and _finished_folder(results, rid)
-
-    report.plan.done += [rid for rid in report.plan.busy if finished(rid)]
-    report.plan.busy = [rid for rid in report.plan.busy if rid not in report.plan.done]
-    for o in report.outcomes:
-        if o.status == "busy" and finished(o.run_id):
-            o.status = "done"
+    plan = report.plan
+    ids = plan.busy + [o.run_id for o in report.outcomes if o.status == "busy"]
+    report.outcomes = [o for o in report.outcomes if o.status != "busy"]
+    plan.busy = []
+    for rid in dict.fromkeys(ids):
+        if claimed_elsewhere(results, rid):
+            plan.busy.append(rid)
+        elif _finished_folder(results, rid):
+            plan.done.append(rid)
+        else:
+            plan.left.append(rid)
 
 
 def _finished_folder(results: Path | str, run_id: str) -> bool:
@@ -698,6 +703,8 @@ def summary_line(report: SweepReport) -> str:
         parts.append(f"{len(p.done) + report.count('done')} already done")
     if others:
         parts.append(f"{others} running elsewhere (run the sweep again later)")
+    if p.left:
+        parts.append(f"{len(p.left)} left unfinished elsewhere (run the sweep again)")
     if p.unavailable:
         parts.append(f"{sum(p.unavailable.values())} cell(s) unavailable")
     return "; ".join(parts)
