@@ -743,6 +743,8 @@ def sweep(
     if dry_run:
         for cfg in plan.todo:
             click.echo(f"  {cfg.run_id()}  {cfg.method} {cfg.method_params or ''}")
+        for line in plan.notes:
+            click.echo(line)
         return
     report = run_sweep(plan, results, executor_obj, quiet=quiet, label=label)
     if report.outcomes:

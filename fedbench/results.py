@@ -235,7 +235,19 @@ def _first_line(e: BaseException) -> str:
 # ---------------------------------------------------------------- the index of a results folder
 
 FINISHED = ("complete", "diverged")
-ANY = object()  # find()/finished(): runs on any data
+ANY = object()
+# per-round columns that tables and plots read as numbers: text there is damage
+NUMERIC_COLUMNS = (
+    "round",
+    "test_acc",
+    "test_loss",
+    "train_acc",
+    "train_loss",
+    "local_loss",
+    "round_seconds",
+    "cum_seconds",
+    "dist_to_opt",
+)  # find()/finished(): runs on any data
 
 
 def expected_rows(meta: dict) -> int | None:
@@ -449,7 +461,7 @@ class RunIndex:
             if self.strict:
                 raise FedbenchError(
                     f"{rec.run_dir / 'run.json'} was written by {issue}; rerun it "
-                    "(fedbench sweep --strict reruns it) or drop --strict"
+                    "(fedbench train --overwrite) or drop --strict"
                 )
             self._old.setdefault(issue, [])
             if rec.run_dir not in self._old[issue]:
@@ -528,6 +540,11 @@ class RunIndex:
             return f"has {meta.num_rows} rows where run.json says {want}"
         if "round" not in meta.schema.names:
             return "has no round column"
+        schema = meta.schema
+        for i in range(len(schema)):
+            col = schema.column(i)
+            if col.path in NUMERIC_COLUMNS and col.physical_type.endswith("BYTE_ARRAY"):
+                return f"has a {col.path} column of text, not numbers"
         return None
 
     def rounds(self, rec: RunRecord, columns: list[str] | None = None) -> pd.DataFrame | None:

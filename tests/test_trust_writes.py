@@ -344,11 +344,24 @@ def _damage(run_dir: Path, kind: str) -> None:
         meta_path.write_text(json.dumps(meta))
     elif kind == "missing columns":
         pd.read_parquet(rounds_path).drop(columns=["round"]).to_parquet(rounds_path)
+    elif kind == "column types":
+        df = pd.read_parquet(rounds_path)
+        df["train_loss"] = df["train_loss"].astype(str)
+        df.to_parquet(rounds_path)
     elif kind == "short":
         pd.read_parquet(rounds_path).head(1).to_parquet(rounds_path)
 
 
-DAMAGE = ["garbage", "[]", "null", "wrong types", "status type", "missing columns", "short"]
+DAMAGE = [
+    "garbage",
+    "[]",
+    "null",
+    "wrong types",
+    "status type",
+    "missing columns",
+    "column types",
+    "short",
+]
 TABLE = ["--dataset", "synthetic-1-1", "--preset", "default", "--seeds", "0", *TINY_SETS]
 
 
