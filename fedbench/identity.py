@@ -52,17 +52,10 @@ def _non_default(obj: Any) -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return (
-        type(a) is type(b)
-        and a == b
-        or (
-            isinstance(a, (int, float))
-            and isinstance(b, (int, float))
-            and not isinstance(a, bool)
-            and not isinstance(b, bool)
-            and a == b
-        )
-    )
+    """Equal as values, where True is not 1 but 1 is 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
 
 
 def method_version(method: str) -> int | None:

@@ -28,7 +28,7 @@ from fedbench.results import ANY, FINISHED, atomic_write_json, atomic_write_parq
 FLUSH_SECONDS = 30.0  # rewrite rounds.parquet at least this often during a run
 
 
-DIVERGED_FACTOR = 1e3  # a loss above this many times max(|round-0 loss|, 1) has diverged
+DIVERGED_FACTOR = 1e3  # a loss above this many times max(|its first value|, 1) has diverged
 
 
 def _now() -> str:
