@@ -147,13 +147,17 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, quiet: bool) -> No
         TimeRemainingColumn,
     )
 
+    from fedbench.data import data_fingerprint
     from fedbench.engine import Engine
     from fedbench.runner import check_not_done
     from fedbench.runner import train as run_train
     from fedbench.tables import console, fmt_cell
 
-    check_not_done(cfg, results, overwrite)  # before loading anything
+    fp = data_fingerprint(cfg, compute=False)  # known if this data was loaded before
+    if fp is not None:
+        check_not_done(cfg, results, overwrite, fp)  # before loading anything
     engine = Engine(cfg)  # loads the data: errors surface before the progress bar
+    check_not_done(cfg, results, overwrite, engine.data.info.get("fingerprint"))
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -461,7 +465,12 @@ def list_specs(figures: bool) -> None:
     type=click.Choice(["minmax", "ci95"]),
     help="Spread over seeds: min–max or 95% CI (default: the table's, as its paper).",
 )
-def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, spread):
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse runs written by another fedbench version (default: use them, with a note).",
+)
+def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, spread, strict):
     """A paper table from results: ours, the paper's and the difference per cell.
 
     NAME is a paper table (runtime, tau, best-acc, epochs, rho, devices, sampled,
@@ -480,7 +489,7 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
         list_specs(figures=False)
         return
     if name == "summary":
-        _table_summary(results, fmt, out, on_error)
+        _table_summary(results, fmt, out, on_error, strict)
         return
     from rich.console import Console
 
@@ -497,7 +506,7 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
 
     spec = get_table(name)
     sel = make_selection(dataset, seeds, preset, sets, results)
-    result = evaluate_table(spec, results, sel, on_error=on_error, spread=spread)
+    result = evaluate_table(spec, results, sel, on_error=on_error, spread=spread, strict=strict)
     err = Console(stderr=True)
     for p in result.problems:
         err.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
@@ -519,27 +528,32 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
     click.echo(f"wrote {path}")
     for line in result.fill_commands():
         click.echo(f"missing runs; fill them with: {line}")
+    for line in result.notes:
+        click.echo(line)
 
 
-def _table_summary(results, fmt, out, on_error):
+def _table_summary(results, fmt, out, on_error, strict=False):
     from rich.console import Console
 
-    from fedbench.results import load_summaries
+    from fedbench.results import RunIndex, summary_frame
     from fedbench.tables import SUMMARY_COLUMNS, console, header_lines, rich_table, write_table
 
-    df, problems = load_summaries(Path(results), on_error=on_error)
+    index = RunIndex(Path(results), on_error=on_error, strict=strict)
+    df = summary_frame(index)
     err = Console(stderr=True)
-    for p in problems:
+    for p in index.problems:
         err.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
     if df.empty:
         raise FedbenchError(f"no readable runs in {results}; run fedbench train first")
     df = df[SUMMARY_COLUMNS].sort_values(["dataset", "method", "method_params", "seed"])
     if fmt == "rich":
         console().print(rich_table(df, title=f"runs in {results}"))
-        return
-    cmd = "fedbench table summary" + (f" --results {results}" if results != "results" else "")
-    path = write_table(df, "summary", fmt, Path(out), header_lines(cmd + f" --format {fmt}"))
-    click.echo(f"wrote {path}")
+    else:
+        cmd = "fedbench table summary" + (f" --results {results}" if results != "results" else "")
+        path = write_table(df, "summary", fmt, Path(out), header_lines(cmd + f" --format {fmt}"))
+        click.echo(f"wrote {path}")
+    for line in index.notes:
+        click.echo(line)
 
 
 # ---------------------------------------------------------------- plot
@@ -567,7 +581,12 @@ def _table_summary(results, fmt, out, on_error):
     show_default=True,
     help="A run with a corrupt file: stop with its name, or leave it out.",
 )
-def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse runs written by another fedbench version (default: use them, with a note).",
+)
+def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, strict):
     """Figures like the papers' (PNG and PDF): learning curves with min–max bands over seeds,
     best-accuracy bars, rounds to target against a parameter, SFL's quadratic panels,
     FedSoftMax's participation heat map, FedProx's loss and dissimilarity panels.
@@ -588,8 +607,13 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
     if name == "curves":
         from fedbench.plots import plot_curves
 
-        for p in plot_curves(Path(results), Path(out or "tables/curves"), metric):
+        paths, notes = plot_curves(
+            Path(results), Path(out or "tables/curves"), metric, on_error, strict
+        )
+        for p in paths:
             click.echo(f"wrote {p}")
+        for line in notes:
+            click.echo(line)
         return
     from fedbench.paper_tables import get_table
     from fedbench.plots import plot_spec
@@ -597,10 +621,12 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
 
     spec = get_table(name, figure=True)
     sel = make_selection(dataset, seeds, preset, sets, results)
-    result = evaluate_table(spec, results, sel, on_error=on_error)
+    result = evaluate_table(spec, results, sel, on_error=on_error, strict=strict)
     paths = plot_spec(result, Path(out or "tables") / table_file_name(result))
     for p in paths:
         click.echo(f"wrote {p}")
+    for line in [f"skipped: {p}" for p in result.problems] + result.notes:
+        click.echo(line)
     for line in result.fill_commands():
         click.echo(f"missing runs; fill them with: {line}")
 
@@ -652,6 +678,18 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
 @click.option("--cpus-per-run", type=float, default=1, show_default=True, help="Ray num_cpus.")
 @click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "skip"]),
+    default="skip",
+    show_default=True,
+    help="A run with a damaged file: rerun it (skip its record), or stop with its name.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse runs written by another fedbench version (default: use them, with a note).",
+)
 def sweep(
     table_name,
     sweep_file,
@@ -671,6 +709,8 @@ def sweep(
     cpus_per_run,
     dry_run,
     quiet,
+    on_error,
+    strict,
 ):
     """Run a grid of configs, skipping the ones results/ already holds (resumable: start it
     again after a crash or kill; several sweeps may share one results folder).
@@ -729,7 +769,7 @@ def sweep(
             method_grids=kw.get("method_grids"),
         )
         label = "sweep"
-    plan: Plan = plan_sweep(configs, Path(results))
+    plan: Plan = plan_sweep(configs, Path(results), on_error=on_error, strict=strict)
     plan.unavailable = unavailable
     err = Console(stderr=True)
     for reason, n in unavailable.items():
@@ -748,11 +788,15 @@ def sweep(
     if dry_run:
         for cfg in plan.todo:
             click.echo(f"  {cfg.run_id()}  {cfg.method} {cfg.method_params or ''}")
+        for line in plan.notes:
+            click.echo(line)
         return
     report = run_sweep(plan, results, executor_obj, quiet=quiet, label=label)
     if report.outcomes:
         console().print(summary_table(report))
     click.echo(summary_line(report))
+    for line in plan.notes:
+        click.echo(line)
     if report.failed:
         first = report.failed[0]
         raise OneLineError(

@@ -7,8 +7,6 @@ one-line message naming the field and what is allowed.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -164,14 +162,12 @@ class RunConfig:
         except (FedbenchError, TypeError):  # a method this build lacks: keep what was given
             return dict(self.method_params)
 
-    def config_hash(self) -> str:
-        """Hash of what changes the numbers (not where data lives, nor the preset name)."""
-        d = self.to_dict()
-        for k in ("data_dir", "preset", "device"):
-            d.pop(k)
-        d["method_params"] = self.canonical_method_params()
-        blob = json.dumps(d, sort_keys=True, default=str).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
+    def config_hash(self, method_version: int | None = None) -> str:
+        """The run's identity: what changes the numbers, defaults left out (fedbench.identity).
+        method_version: the one a stored run ran with (default: this build's)."""
+        from fedbench.identity import config_hash
+
+        return config_hash(self, method_version)
 
     def run_id(self) -> str:
         return f"{self.method}-{self.dataset}-s{self.seed}-{self.config_hash()}"

@@ -11,7 +11,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from fedbench.errors import FedbenchError  # noqa: E402
-from fedbench.results import _failed_before_training, read_run, run_dirs  # noqa: E402
 
 METRICS = ("test_acc", "test_loss", "train_loss", "local_loss")
 
@@ -23,22 +22,38 @@ def run_label(meta: dict) -> str:
     return f"{label} s{cfg.get('seed')}"
 
 
-def plot_curves(results: Path, out: Path, metric: str = "test_acc") -> list[Path]:
-    """One line per run of `metric` against round; writes PNG and PDF."""
+def plot_curves(
+    results: Path,
+    out: Path,
+    metric: str = "test_acc",
+    on_error: str = "fail",
+    strict: bool = False,
+) -> tuple[list[Path], list[str]]:
+    """One line per run of `metric` against round; writes PNG and PDF. Returns the paths and
+    the notes of the results index (old-version records, copies)."""
+    from fedbench.results import RunIndex
+
     if metric not in METRICS:
         raise FedbenchError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
-    dirs = run_dirs(results)
-    if not dirs:
+    index = RunIndex(results, on_error=on_error, strict=strict)
+    runs = [r for key in index.by_key for r in index.runs(key)]
+    if not runs:
         raise FedbenchError(f"no runs in {results}; run fedbench train first")
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for d in dirs:
-        if _failed_before_training(d) is not None:
+    for rec in sorted(runs, key=lambda r: r.run_dir.name):
+        if rec.status == "failed" and not rec.rounds_path.exists():
             continue
-        meta, rounds = read_run(d)
-        if metric not in rounds:
+        if not index.rounds_ok(rec, report=True):
             continue
-        series = rounds[["round", metric]].dropna()
-        ax.plot(series["round"], series[metric], label=run_label(meta), lw=1.4)
+        rounds = index.rounds(rec, ["round", metric])
+        if rounds is None or metric not in rounds:
+            continue
+        try:
+            series = rounds[["round", metric]].dropna().astype(float)
+        except (TypeError, ValueError) as e:
+            index._problem(f"{rec.rounds_path}: {metric} is not numeric ({e}); rerun it")
+            continue
+        ax.plot(series["round"], series[metric], label=run_label(rec.meta), lw=1.4)
     ax.set_xlabel("round")
     ax.set_ylabel(metric.replace("_", " "))
     ax.grid(alpha=0.3)
@@ -49,7 +64,7 @@ def plot_curves(results: Path, out: Path, metric: str = "test_acc") -> list[Path
     for p in paths:
         fig.savefig(p, dpi=150, bbox_inches="tight")  # keeps titles and outside legends
     plt.close(fig)
-    return paths
+    return paths, [f"skipped: {p}" for p in index.problems] + index.notes
 
 
 # ---------------------------------------------------------------- paper figures

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import tempfile
 from pathlib import Path
@@ -18,6 +19,9 @@ import pandas as pd
 from fedbench.errors import FedbenchError
 
 STATUSES = ("running", "complete", "diverged", "failed")
+# run.json's layout. 1: before it was recorded; 2: schema_version, method_version, rows,
+# data.fingerprint, strict JSON (null for non-finite numbers).
+SCHEMA_VERSION = 2
 
 
 def _umask() -> int:
@@ -45,8 +49,26 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def json_safe(obj: Any) -> Any:
+    """obj with every non-finite number (NaN, inf) replaced by None, so that run.json is strict
+    JSON. In run.json, null means "no finite value": not measured (no evaluation, target not
+    reached) or not a number (a run whose status is diverged)."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, json.dumps(obj, indent=2, default=str).encode())
+    text = json.dumps(json_safe(obj), indent=2, default=str, allow_nan=False)
+    atomic_write_bytes(path, text.encode())
 
 
 def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
@@ -99,6 +121,10 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
         raise FedbenchError(f"{meta_path} is missing; rerun this run or delete {run_dir}") from None
     except json.JSONDecodeError as e:
         raise FedbenchError(f"{meta_path} is corrupt ({e}); rerun or delete {run_dir}") from None
+    if not isinstance(meta, dict):
+        raise FedbenchError(
+            f"{meta_path} is corrupt (not a JSON object); rerun or delete {run_dir}"
+        )
     try:
         rounds = pd.read_parquet(rounds_path)
     except FileNotFoundError:
@@ -120,54 +146,124 @@ def _failed_before_training(run_dir: Path) -> dict | None:
         meta = json.loads((run_dir / "run.json").read_text())
     except (OSError, ValueError):
         return None
-    if meta.get("status") == "failed" and not (run_dir / "rounds.parquet").exists():
+    if (
+        isinstance(meta, dict)
+        and meta.get("status") == "failed"
+        and not (run_dir / "rounds.parquet").exists()
+    ):
         return meta
     return None
 
 
 def run_dirs(results: Path) -> list[Path]:
+    """Run folders (hidden ones, e.g. a run being written aside by --overwrite, are not runs)."""
     if not results.is_dir():
         raise FedbenchError(f"results directory {results} does not exist; run fedbench train first")
-    return sorted(p for p in results.iterdir() if (p / "run.json").exists())
+    return sorted(
+        p for p in results.iterdir() if not p.name.startswith(".") and (p / "run.json").exists()
+    )
 
 
-def load_summaries(results: Path, on_error: str = "fail") -> tuple[pd.DataFrame, list[str]]:
-    """One row per run: config fields that tell runs apart, and the summary.
+def load_summaries(
+    results: Path, on_error: str = "fail", strict: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
+    """One row per run (a folder copied under another name is one run): config fields that tell
+    runs apart, and the summary. on_error="skip" leaves out unreadable runs and returns their
+    messages; "fail" raises. Notes (old records, copies) are in the index: see summary_frame."""
+    index = RunIndex(results, on_error=on_error, strict=strict)
+    return summary_frame(index), index.problems
 
-    on_error="skip" leaves out unreadable runs and returns their messages; "fail" raises.
-    """
-    rows, problems = [], []
-    for d in run_dirs(results):
-        try:
-            meta, rounds = read_run(d)
-        except FedbenchError as e:
-            meta = _failed_before_training(d)
-            if meta is None:
-                if on_error == "skip":
-                    problems.append(str(e))
+
+def summary_frame(index: RunIndex) -> pd.DataFrame:
+    rows = []
+    for key in index.by_key:
+        for rec in index.runs(key):
+            summary = rec.summary
+            if rec.status == "failed" and not rec.rounds_path.exists():
+                summary = summarize(pd.DataFrame({"round": [], "round_seconds": []}), None)
+            elif not index.rounds_ok(rec, report=True):
+                continue
+            elif not summary:
+                rounds = index.rounds(rec)
+                if rounds is None:
                     continue
-                raise
-            rounds = pd.DataFrame({"round": [], "round_seconds": []})
-        cfg = meta.get("config", {})
-        summary = summarize(rounds, cfg.get("target_acc"))
-        rows.append(
-            {
-                "run_id": meta.get("run_id", d.name),
-                "status": meta.get("status"),
-                "preset": cfg.get("preset"),
-                "method": cfg.get("method"),
-                "dataset": cfg.get("dataset"),
-                "seed": cfg.get("seed"),
-                "method_params": json.dumps(cfg.get("method_params", {}), sort_keys=True),
-                **summary,
-            }
-        )
-    return pd.DataFrame(rows), problems
+                summary = _summary_or_problem(index, rec, rounds)
+                if summary is None:
+                    continue
+            cfg = rec.config
+            rows.append(
+                {
+                    "run_id": rec.run_id,
+                    "status": rec.status,
+                    "preset": cfg.get("preset"),
+                    "method": cfg.get("method"),
+                    "dataset": cfg.get("dataset"),
+                    "seed": cfg.get("seed"),
+                    "method_params": json.dumps(cfg.get("method_params", {}), sort_keys=True),
+                    **{k: summary.get(k) for k in SUMMARY_KEYS},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _summary_or_problem(index: RunIndex, rec: RunRecord, rounds: pd.DataFrame) -> dict | None:
+    try:
+        return summarize(rounds, rec.config.get("target_acc"))
+    except Exception as e:  # missing columns, wrong types
+        index._problem(f"{rec.rounds_path} cannot be summarized ({_first_line(e)}); rerun it")
+        return None
+
+
+SUMMARY_KEYS = (
+    "rounds_run",
+    "best_acc",
+    "final_acc",
+    "mean_round_seconds",
+    "total_seconds",
+    "final_train_loss",
+    "final_local_loss",
+    "target_acc",
+    "rounds_to_target",
+    "seconds_to_target",
+)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 # ---------------------------------------------------------------- the index of a results folder
 
 FINISHED = ("complete", "diverged")
+ANY = object()
+# per-round columns that tables and plots read as numbers: text there is damage
+NUMERIC_COLUMNS = (
+    "round",
+    "test_acc",
+    "test_loss",
+    "train_acc",
+    "train_loss",
+    "local_loss",
+    "round_seconds",
+    "cum_seconds",
+    "dist_to_opt",
+)  # find()/finished(): runs on any data
+
+
+def expected_rows(meta: dict) -> int | None:
+    """Rows rounds.parquet must have for a finished run: run.json's `rows`, else (older
+    records) rounds + 1, or stopped_at_target + 1; None where it cannot be told."""
+    try:
+        if meta.get("rows") is not None:
+            return int(meta["rows"])
+        if meta.get("status") == "complete":
+            last = meta.get("stopped_at_target") or meta["config"]["rounds"]
+            return int(last) + 1
+        if meta.get("status") == "diverged":
+            return int(meta["summary"]["rounds_run"]) + 1
+    except (KeyError, TypeError, ValueError):
+        pass
+    return None
 
 
 class RunRecord:
@@ -180,7 +276,7 @@ class RunRecord:
 
     @property
     def run_id(self) -> str:
-        return self.meta.get("run_id", self.run_dir.name)
+        return str(self.meta.get("run_id", self.run_dir.name))
 
     @property
     def status(self) -> str | None:
@@ -188,7 +284,7 @@ class RunRecord:
 
     @property
     def config(self) -> dict:
-        return self.meta.get("config", {})
+        return self.meta.get("config") or {}
 
     @property
     def summary(self) -> dict:
@@ -198,32 +294,101 @@ class RunRecord:
     def rounds_path(self) -> Path:
         return self.run_dir / "rounds.parquet"
 
+    @property
+    def fingerprint(self) -> str | None:
+        """The data fingerprint the run recorded (None: a record from before fingerprints)."""
+        return (self.meta.get("data") or {}).get("fingerprint")
 
-def config_key(config: dict) -> str | None:
-    """The canonical hash of a stored config (see RunConfig.config_hash), None if unreadable."""
+    @property
+    def method_version(self) -> int:
+        v = self.meta.get("method_version")
+        return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+    @property
+    def ended(self) -> str:
+        return str(self.meta.get("ended") or self.meta.get("started") or "")
+
+    def version_issues(self) -> list[str]:
+        """Why this record is not one this build writes (empty: it is)."""
+        from fedbench.config import FIELD_TYPES
+
+        out = []
+        schema = self.meta.get("schema_version", 1)
+        if not isinstance(schema, int) or schema < SCHEMA_VERSION:
+            out.append(
+                f"an older fedbench ({self.meta.get('fedbench_version', '?')}, run.json schema "
+                f"{schema}; this build writes {SCHEMA_VERSION})"
+            )
+        elif schema > SCHEMA_VERSION:
+            out.append(f"a newer fedbench (run.json schema {schema}; this build reads up to "
+                       f"{SCHEMA_VERSION})")  # fmt: skip
+        unknown = sorted(set(self.config) - set(FIELD_TYPES))
+        if unknown:
+            out.append(f"a fedbench with config fields this build lacks ({', '.join(unknown)}: "
+                       "ignored)")  # fmt: skip
+        return out
+
+
+def _check_meta(meta: object) -> str | None:
+    """What is wrong with the shape of a run.json (None: nothing)."""
+    if not isinstance(meta, dict):
+        return "not a JSON object"
+    if not isinstance(meta.get("config"), dict):
+        return "no config object"
+    if not isinstance(meta["config"].get("method_params", {}), dict):
+        return "config.method_params is not an object"
+    if meta.get("status") not in STATUSES:
+        return f"unknown status {meta.get('status')!r}"
+    for k in ("summary", "data"):
+        if meta.get(k) is not None and not isinstance(meta[k], dict):
+            return f"{k} is not an object"
+    for k, v in (meta.get("summary") or {}).items():
+        if k in SUMMARY_KEYS and not (v is None or isinstance(v, (int, float))):
+            return f"summary.{k} is {v!r}, not a number"
+    return None
+
+
+def config_key(config: dict, method_version: int | None = None) -> str | None:
+    """The identity of a stored config (see fedbench.identity), None if unreadable."""
     from fedbench.config import config_from_dict
 
     try:
-        return config_from_dict(config).config_hash()
+        return config_from_dict(config).config_hash(method_version)
     except Exception:  # a record from a very different version: matches nothing
         return None
 
 
 class RunIndex:
-    """Every run under a results folder, found by what it ran (its config), not by its folder
-    name. Reads only the run.json files, so indexing a thousand runs takes a fraction of a second.
+    """Every run under a results folder, keyed by its identity (the config hash of what it ran,
+    see fedbench.identity), not by folder name. Reads only the run.json files, so indexing a
+    thousand runs takes a fraction of a second.
 
-    on_error="fail" raises a one-line FedbenchError naming the first unreadable file;
-    "skip" leaves such runs out and lists what was skipped in `problems`.
+    on_error="fail" raises a one-line FedbenchError naming the first damaged file (run.json
+    that is not an object or has wrong types, rounds.parquet missing, truncated or shorter
+    than run.json says); "skip" leaves such runs out and lists them in `problems`.
+    Records from another fedbench version and folders that hold one run twice are listed in
+    `notes` when a record is used; strict=True makes that an error.
+    `prefix`: index only folders whose name starts with it (a run's own folders).
     """
 
-    def __init__(self, results: Path | str, on_error: str = "fail", must_exist: bool = True):
+    def __init__(
+        self,
+        results: Path | str,
+        on_error: str = "fail",
+        must_exist: bool = True,
+        strict: bool = False,
+        prefix: str | None = None,
+    ):
         self.results = Path(results)
-        self.on_error = on_error
+        self.on_error, self.strict = on_error, strict
         self.problems: list[str] = []
         self.by_key: dict[str, list[RunRecord]] = {}
-        self._valid: dict[Path, bool] = {}
+        self._valid: dict[Path, str | None] = {}  # run dir -> what is wrong with its rounds
+        self._reported: set[Path] = set()
         self._meta: dict = {}  # run dir -> Parquet footer read by rounds_ok (read once)
+        self._old: dict[str, list[str]] = {}  # version issue -> run folders using it
+        self._copies: dict[Path, list[Path]] = {}  # used folder -> other folders of one run
+        self._multi_data: set[str] = set()  # keys with finished runs on different data
         if not self.results.is_dir():
             if must_exist:
                 raise FedbenchError(
@@ -231,18 +396,21 @@ class RunIndex:
                     "run fedbench sweep (or fedbench train) first, or pass --results"
                 )
             return
-        for d in sorted(self.results.iterdir()):
+        dirs = self.results.glob(f"{prefix}*") if prefix else self.results.iterdir()
+        for d in sorted(dirs):
             path = d / "run.json"
-            if not path.is_file():
+            if d.name.startswith(".") or not path.is_file():
                 continue
             try:
                 meta = json.loads(path.read_text())
-                if not isinstance(meta, dict):
-                    raise ValueError("not a JSON object")
+                bad = _check_meta(meta)
+                if bad:
+                    raise ValueError(bad)
             except (ValueError, OSError) as e:
-                self._problem(f"{path} is corrupt ({str(e).splitlines()[0]}); rerun or delete {d}")
+                self._problem(f"{path} is corrupt ({_first_line(e)}); rerun or delete {d}")
                 continue
-            rec = RunRecord(d, meta, config_key(meta.get("config", {})))
+            rec = RunRecord(d, meta, None)
+            rec.key = config_key(meta["config"], rec.method_version)
             if rec.key is not None:
                 self.by_key.setdefault(rec.key, []).append(rec)
 
@@ -259,41 +427,125 @@ class RunIndex:
         for recs in self.by_key.values():
             yield from recs
 
-    def find(self, key: str) -> RunRecord | None:
-        """The record of a config: a finished one if any (the latest), else the latest other."""
-        recs = self.by_key.get(key, [])
+    # ---- choosing the record of a config
+    def find(self, key: str, fingerprint=ANY) -> RunRecord | None:
+        """The record of a config (on data with this fingerprint; a record without one, from
+        before fingerprints, matches any): a finished one if any (the latest), else the
+        latest other. The record is `used`: its notes are collected."""
+        recs = self._candidates(key, fingerprint)
         if not recs:
             return None
         finished = [r for r in recs if r.status in FINISHED]
-        pool = finished or recs
-        return max(pool, key=lambda r: str(r.meta.get("ended") or r.meta.get("started") or ""))
+        rec = max(finished or recs, key=lambda r: r.ended)
+        self.use(rec, recs)
+        return rec
 
-    def rounds_ok(self, rec: RunRecord) -> bool:
-        """Whether rounds.parquet is there and its footer reads (cheap: metadata only)."""
-        if rec.run_dir not in self._valid:
-            import pyarrow.parquet as pq
+    def _candidates(self, key: str, fingerprint) -> list[RunRecord]:
+        recs = self.by_key.get(key, [])
+        if fingerprint is ANY:
+            return recs
+        return [r for r in recs if r.fingerprint in (None, fingerprint)]
 
-            try:
-                self._meta[rec.run_dir] = pq.read_metadata(rec.rounds_path)
-                ok = True
-            except Exception:
-                ok = False
-            self._valid[rec.run_dir] = ok
-        return self._valid[rec.run_dir]
+    def runs(self, key: str) -> list[RunRecord]:
+        """One record per run of a config: per data fingerprint, the one find() would use."""
+        out = []
+        for fp in dict.fromkeys(r.fingerprint for r in self.by_key.get(key, [])):
+            rec = self.find(key, fp)
+            if rec is not None and rec not in out:
+                out.append(rec)
+        return out
 
-    def finished(self, key: str, check_files: bool = True) -> RunRecord | None:
+    def use(self, rec: RunRecord, same_key: list[RunRecord] | None = None) -> None:
+        """Note what a used record needs said: another version, copies of it, other data."""
+        for issue in rec.version_issues():
+            if self.strict:
+                raise FedbenchError(
+                    f"{rec.run_dir / 'run.json'} was written by {issue}; rerun it "
+                    "(fedbench train --overwrite) or drop --strict"
+                )
+            self._old.setdefault(issue, [])
+            if rec.run_dir not in self._old[issue]:
+                self._old[issue].append(rec.run_dir)
+        same_key = same_key if same_key is not None else self.by_key.get(rec.key, [])
+        copies = [
+            r.run_dir
+            for r in same_key
+            if r is not rec and r.fingerprint == rec.fingerprint and r.status == rec.status
+        ]
+        if copies:
+            self._copies[rec.run_dir] = copies
+        fps = {r.fingerprint for r in same_key if r.status in FINISHED and r.fingerprint}
+        if len(fps) > 1 and rec.key:
+            self._multi_data.add(rec.key)
+
+    def finished(self, key: str, check_files: bool = True, fingerprint=ANY) -> RunRecord | None:
         """The finished (complete or diverged) run of a config with readable rounds, or None.
-        An unreadable rounds.parquet is reported through on_error."""
-        rec = self.find(key)
+        A damaged rounds.parquet is reported through on_error."""
+        rec = self.find(key, fingerprint)
         if rec is None or rec.status not in FINISHED:
             return None
-        if check_files and not self.rounds_ok(rec):
-            self._problem(
-                f"{rec.rounds_path} is missing, corrupt or truncated; "
-                f"rerun it (fedbench sweep reruns it) or delete {rec.run_dir}"
-            )
+        if check_files and not self.rounds_ok(rec, report=True):
             return None
         return rec
+
+    def fingerprints(self, key: str) -> set[str | None]:
+        """The data fingerprints of a config's finished runs (None: not recorded)."""
+        return {r.fingerprint for r in self.by_key.get(key, []) if r.status in FINISHED}
+
+    @property
+    def notes(self) -> list[str]:
+        """Lines for under a table: old-version records used, copies, runs on other data."""
+        out = []
+        for issue, dirs in self._old.items():
+            out.append(
+                f"note: {len(dirs)} run(s) used here were written by {issue}, e.g. {dirs[0]}; "
+                "--strict refuses them"
+            )
+        for used, copies in self._copies.items():
+            names = ", ".join(c.name for c in copies)
+            out.append(f"note: {used.name} is one run held in several folders (also {names}); "
+                       "using one of them")  # fmt: skip
+        if self._multi_data:
+            out.append(
+                f"note: {len(self._multi_data)} config(s) have finished runs on different data "
+                "(data fingerprint in run.json); using the latest of each"
+            )
+        return out
+
+    # ---- rounds.parquet
+    def rounds_ok(self, rec: RunRecord, report: bool = False) -> bool:
+        """Whether rounds.parquet is there, its footer reads (cheap: metadata only) and it
+        has the rows run.json says; report=True sends what is wrong through on_error."""
+        if rec.run_dir not in self._valid:
+            self._valid[rec.run_dir] = self._rounds_problem(rec)
+        why = self._valid[rec.run_dir]
+        if why and report and rec.run_dir not in self._reported:
+            self._reported.add(rec.run_dir)
+            self._problem(
+                f"{rec.rounds_path} {why}; rerun it (fedbench sweep reruns it) "
+                f"or delete {rec.run_dir}"
+            )
+        return why is None
+
+    def _rounds_problem(self, rec: RunRecord) -> str | None:
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.read_metadata(rec.rounds_path)
+        except Exception:
+            return "is missing, corrupt or truncated"
+        self._meta[rec.run_dir] = meta
+        want = expected_rows(rec.meta) if rec.status in FINISHED else None
+        if want is not None and meta.num_rows != want:
+            return f"has {meta.num_rows} rows where run.json says {want}"
+        if "round" not in meta.schema.names:
+            return "has no round column"
+        schema = meta.schema
+        for i in range(len(schema)):
+            col = schema.column(i)
+            if col.path in NUMERIC_COLUMNS and col.physical_type.endswith("BYTE_ARRAY"):
+                return f"has a {col.path} column of text, not numbers"
+        return None
 
     def rounds(self, rec: RunRecord, columns: list[str] | None = None) -> pd.DataFrame | None:
         """The rounds of a run (only `columns` that exist, when given); None if unreadable
@@ -308,9 +560,8 @@ class RunIndex:
             pf = pq.ParquetFile(rec.rounds_path, metadata=meta)
             return pf.read(columns=columns, use_threads=False).to_pandas(use_threads=False)
         except Exception as e:
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
             self._problem(
-                f"{rec.rounds_path} is corrupt or truncated ({first}); "
+                f"{rec.rounds_path} is corrupt or truncated ({_first_line(e)}); "
                 f"rerun it or delete {rec.run_dir}"
             )
             return None

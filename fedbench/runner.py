@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import platform
+import secrets
+import shutil
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -18,35 +23,46 @@ from fedbench.config import RunConfig
 from fedbench.devices import device_name
 from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
-from fedbench.results import atomic_write_json, atomic_write_parquet, summarize
+from fedbench.results import ANY, FINISHED, atomic_write_json, atomic_write_parquet, summarize
 
 FLUSH_SECONDS = 30.0  # rewrite rounds.parquet at least this often during a run
+
+
+DIVERGED_FACTOR = 1e3  # a loss above this many times max(|its first value|, 1) has diverged
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def existing_status(run_dir: Path) -> str | None:
-    import json
-
-    try:
-        return json.loads((run_dir / "run.json").read_text()).get("status")
-    except (FileNotFoundError, ValueError):
-        return None
-
-
 class RunExists(FedbenchError):
     """The run already finished (complete or diverged) and overwrite was not asked for."""
 
 
-def check_not_done(cfg: RunConfig, results: Path | str, overwrite: bool) -> None:
-    """Refuse to redo a finished run unless asked; an unfinished one is simply run again."""
-    run_dir = Path(results) / cfg.run_id()
-    status = existing_status(run_dir)
-    if status in ("complete", "diverged") and not overwrite:
+def check_not_done(
+    cfg: RunConfig,
+    results: Path | str,
+    overwrite: bool,
+    fingerprint: str | None = None,
+    own_folders: bool = False,
+) -> None:
+    """Refuse to redo a finished run unless asked; an unfinished one is simply run again.
+
+    Done means: a finished record with this identity (fedbench.identity), readable rounds with
+    the rows run.json says, on data with this fingerprint (None: on any data; a record from
+    before fingerprints matches any). own_folders: look only at results/<run_id>* (the cheap
+    check under the claim; the full index was read before)."""
+    from fedbench.results import RunIndex
+
+    if overwrite:
+        return
+    prefix = cfg.run_id() if own_folders else None
+    index = RunIndex(results, on_error="skip", must_exist=False, prefix=prefix)
+    fp = fingerprint if fingerprint is not None else ANY
+    rec = index.finished(cfg.config_hash(), fingerprint=fp)
+    if rec is not None:
         raise RunExists(
-            f"run {run_dir.name} already exists in {run_dir.parent} (status {status}); "
+            f"run {cfg.run_id()} already exists in {rec.run_dir} (status {rec.status}); "
             "pass --overwrite to run it again"
         )
 
@@ -72,23 +88,45 @@ def train(
     The run is claimed first (fedbench.claims), so two processes never run the same config at
     once; a claim held by a live process raises RunBusy. A run left unfinished by a killed
     process starts again from round 0: its leftover temp files and rounds are removed first.
+    Overwriting a finished run writes the new one aside and swaps it in at the end, so a kill
+    leaves the old result as it was. Any error after the claim is recorded (status failed,
+    the error's first line) unless that would replace a finished run.
     """
-    with RunClaim(results, cfg.run_id()) as claim:
-        check_not_done(cfg, results, overwrite)
+    results = Path(results)
+    run_id = cfg.run_id()
+    with RunClaim(results, run_id) as claim:
+        _recover(results, run_id)
 
         def beat(rec: dict) -> None:
             claim.heartbeat()
             if on_round:
                 on_round(rec)
 
-        return _train_claimed(cfg, Path(results), beat, engine)
+        meta = _start_meta(cfg)
+        target = results / run_id
+        try:
+            eng = engine if engine is not None else Engine(cfg)
+            fp = eng.data.info.get("fingerprint")
+            check_not_done(cfg, results, overwrite, fp, own_folders=True)
+            target = run_folder(results, run_id, fp)
+            return _train_claimed(cfg, eng, meta, target, beat)
+        except RunExists:
+            raise
+        except BaseException as e:
+            _record_failure(target, meta, e)
+            raise
 
 
 def _start_meta(cfg: RunConfig) -> dict:
+    from fedbench.identity import method_version
+    from fedbench.results import SCHEMA_VERSION
+
     return {
+        "schema_version": SCHEMA_VERSION,
         "run_id": cfg.run_id(),
         "config": cfg.to_dict(),
         "config_hash": cfg.config_hash(),
+        "method_version": method_version(cfg.method),
         "status": "running",
         "fedbench_version": fedbench.__version__,
         "torch_version": torch.__version__,
@@ -98,6 +136,93 @@ def _start_meta(cfg: RunConfig) -> dict:
     }
 
 
+# ---------------------------------------------------------------- where a run is written
+
+
+def _read_meta(run_dir: Path) -> dict | None:
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _finished_meta(run_dir: Path) -> dict | None:
+    meta = _read_meta(run_dir)
+    return meta if meta is not None and meta.get("status") in FINISHED else None
+
+
+def run_folder(results: Path, run_id: str, fingerprint: str | None) -> Path:
+    """results/<run_id>, unless it holds a finished run on other data (another fingerprint):
+    then results/<run_id>-d<fingerprint[:8]>, so that neither run replaces the other."""
+    base = results / run_id
+    meta = _finished_meta(base)
+    if meta is None or fingerprint is None:
+        return base
+    theirs = (
+        (meta.get("data") or {}).get("fingerprint") if isinstance(meta.get("data"), dict) else None
+    )
+    return base if theirs in (None, fingerprint) else results / f"{run_id}-d{fingerprint[:8]}"
+
+
+def _aside(final: Path) -> Path:
+    return final.with_name(f".{final.name}.new-{secrets.token_hex(4)}")
+
+
+def _recover(results: Path, run_id: str) -> None:
+    """Under the run's claim: undo what a killed --overwrite left. A new run written aside is
+    deleted; an old run moved aside (killed between the two renames) is put back."""
+    for p in results.glob(f".{run_id}*.new-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in results.glob(f".{run_id}*.old-*"):
+        final = results / p.name[1 : p.name.rindex(".old-")]
+        if final.exists():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            os.rename(p, final)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def swap_in(new: Path, final: Path) -> None:
+    """Make `new` the run folder `final`: one atomic exchange where the filesystem has it,
+    else two renames (a kill between them is undone by _recover at the next claim)."""
+    if not final.exists():
+        os.rename(new, final)
+        return
+    if _exchange(new, final):
+        shutil.rmtree(new, ignore_errors=True)  # now holds the old run
+        return
+    old = final.with_name(f".{final.name}.old-{secrets.token_hex(4)}")
+    os.rename(final, old)
+    os.rename(new, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _record_failure(target: Path, meta: dict, e: BaseException) -> None:
+    """Write a failed run.json into target, unless target holds a finished run (which stands)."""
+    if _finished_meta(target) is not None:
+        return
+    meta.update(status="failed", error=_error_line(e), ended=_now())
+    try:
+        atomic_write_json(target / "run.json", meta)
+    except OSError:
+        pass
+
+
 def _clean_run_dir(run_dir: Path) -> None:
     """Remove what an earlier, killed attempt left: temp files and its partial rounds."""
     for p in run_dir.glob(".*.tmp"):
@@ -105,20 +230,58 @@ def _clean_run_dir(run_dir: Path) -> None:
     (run_dir / "rounds.parquet").unlink(missing_ok=True)
 
 
+# ---------------------------------------------------------------- the run
+
+
+def _finite_within(v, base: float | None) -> bool:
+    if v is None:
+        return True
+    v = float(v)
+    limit = DIVERGED_FACTOR * max(abs(base), 1.0) if base is not None else math.inf
+    return math.isfinite(v) and abs(v) <= limit
+
+
+def diverged(rec: dict, base: dict, w: torch.Tensor) -> bool:
+    """Whether the run has diverged (it is then recorded `diverged`, not `complete`): the model
+    has a non-finite entry, or a loss is non-finite or above DIVERGED_FACTOR (1000) times
+    max(|its first value|, 1): the test loss (|x - x*| for the quadratic) against round 0's,
+    the devices' local training loss against the first round's. `base` keeps first values."""
+    if not bool(torch.isfinite(w).all()):
+        return True
+    keys = ["test_loss", "dist_to_opt"]
+    if rec.get("n_full", 0) + rec.get("n_partial", 0) > 0:
+        keys.append("local_loss")
+    for key in keys:
+        v = rec.get(key)
+        if v is not None and key not in base and math.isfinite(float(v)):
+            base[key] = float(v)
+        if not _finite_within(v, base.get(key)):
+            return True
+    return False
+
+
 def _train_claimed(
-    cfg: RunConfig, results: Path, on_round: Callable[[dict], None], engine: Engine | None
+    cfg: RunConfig, eng: Engine, meta: dict, final: Path, on_round: Callable[[dict], None]
 ) -> tuple[dict, pd.DataFrame]:
-    run_dir = results / cfg.run_id()
     torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
-    meta = _start_meta(cfg)
+    overwriting = _finished_meta(final) is not None
+    run_dir = _aside(final) if overwriting else final
     run_dir.mkdir(parents=True, exist_ok=True)
     _clean_run_dir(run_dir)
     try:
-        eng = engine if engine is not None else Engine(cfg)
-    except BaseException as e:  # e.g. a dataset that is not there: recorded, then raised
-        meta.update(status="failed", error=_error_line(e), ended=_now())
-        atomic_write_json(run_dir / "run.json", meta)
+        meta, df = _rounds(cfg, eng, meta, run_dir, on_round)
+    except BaseException:
+        if overwriting:  # the old, finished run stands
+            shutil.rmtree(run_dir, ignore_errors=True)
         raise
+    if overwriting:
+        swap_in(run_dir, final)
+    return meta, df
+
+
+def _rounds(
+    cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, on_round: Callable[[dict], None]
+) -> tuple[dict, pd.DataFrame]:
     meta.update(
         device=str(eng.device),
         device_name=device_name(eng.device),
@@ -154,9 +317,11 @@ def _train_claimed(
         **eng.eval_record(),
     }
     rows.append(first)
-    on_round(first)
+    base: dict = {}
+    diverged(first, base, eng.w)  # the first values, for the growth rule
     cum, last_flush = 0.0, time.monotonic()
     try:
+        on_round(first)
         for r in range(1, cfg.rounds + 1):
             rec = eng.run_round(r)
             cum += rec["round_seconds"]
@@ -165,7 +330,7 @@ def _train_claimed(
                 rec.update(eng.eval_record())
             rows.append(rec)
             on_round(rec)
-            if not math.isfinite(rec["local_loss"]) and rec["n_full"] + rec["n_partial"] > 0:
+            if diverged(rec, base, eng.w):
                 meta["status"] = "diverged"
                 break
             if cfg.stop_at_target and rec.get("test_acc", -1.0) >= cfg.target_acc:
@@ -185,6 +350,7 @@ def _train_claimed(
         df = rounds_frame(rows)
         atomic_write_parquet(run_dir / "rounds.parquet", df)
         meta["ended"] = _now()
+        meta["rows"] = len(df)
         meta["summary"] = summarize(df, cfg.target_acc)
         atomic_write_json(run_dir / "run.json", meta)
     return meta, df

@@ -229,26 +229,35 @@ class Plan:
     repair: set[str] = field(default_factory=set)  # finished runs with unreadable rounds
     problems: list[str] = field(default_factory=list)
     unavailable: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # old-version records used, copies
+    left: list[str] = field(default_factory=list)  # claimed elsewhere, then left unfinished
 
     @property
     def total(self) -> int:
         return len(self.todo) + len(self.done) + len(self.busy)
 
 
-def plan_sweep(configs: list[RunConfig], results: Path | str) -> Plan:
+def plan_sweep(
+    configs: list[RunConfig], results: Path | str, on_error: str = "skip", strict: bool = False
+) -> Plan:
+    """Which configs are done, running elsewhere, or to run. Done: a finished record with the
+    config's identity and readable rounds, on the data this config would load now (its data
+    fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
+    is rerun (on_error="skip", the default) or stops the plan with its name ("fail");
+    strict=True refuses records written by another fedbench version."""
     from fedbench.claims import claimed_elsewhere
     from fedbench.results import FINISHED, RunIndex
 
-    index = RunIndex(results, on_error="skip", must_exist=False)
+    index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict)
     plan = Plan(problems=list(index.problems))
     for cfg in configs:
         key = cfg.config_hash()
         n_problems = len(index.problems)
-        if index.finished(key) is not None:
+        if _done(index, cfg, key) is not None:
             plan.done.append(cfg.run_id())
             continue
         if len(index.problems) > n_problems:  # finished, but its rounds.parquet is unreadable
-            plan.problems.append(index.problems[-1])
+            plan.problems += index.problems[n_problems:]
             rec = index.find(key)
             if rec is not None and rec.status in FINISHED:
                 plan.repair.add(cfg.run_id())
@@ -256,7 +265,23 @@ def plan_sweep(configs: list[RunConfig], results: Path | str) -> Plan:
             plan.busy.append(cfg.run_id())
         else:
             plan.todo.append(cfg)
+    plan.notes = index.notes
     return plan
+
+
+def _done(index, cfg: RunConfig, key: str):
+    """The finished record of cfg on the data it would load now, or None."""
+    if index.finished(key) is None:
+        return None
+    if not any(index.fingerprints(key) - {None}):  # records from before fingerprints
+        return index.finished(key)
+    from fedbench.data import data_fingerprint
+
+    try:
+        fp = data_fingerprint(cfg)
+    except FedbenchError:  # the data is not on this machine: the record is all there is
+        return index.finished(key)
+    return index.finished(key, fingerprint=fp)
 
 
 # ---------------------------------------------------------------- running one config
@@ -610,6 +635,7 @@ def run_sweep(
             if run_task is not None:
                 progress.remove_task(run_task)
     report.seconds = time.perf_counter() - t0
+    recheck_busy(report, results)
     return report
 
 
@@ -638,6 +664,33 @@ def summary_table(report: SweepReport, limit: int = 40):
     return table
 
 
+def recheck_busy(report: SweepReport, results: Path | str) -> None:
+    """Reread the claims of the runs that were running elsewhere (at planning, or when this
+    sweep tried to claim them), so that a summary printed after everything finished does not
+    say "running elsewhere": a run still claimed stays busy, a finished one counts as already
+    done, one whose claim is gone unfinished (that sweep failed or was killed) is `left`."""
+    from fedbench.claims import claimed_elsewhere
+
+    plan = report.plan
+    ids = plan.busy + [o.run_id for o in report.outcomes if o.status == "busy"]
+    report.outcomes = [o for o in report.outcomes if o.status != "busy"]
+    plan.busy = []
+    for rid in dict.fromkeys(ids):
+        if claimed_elsewhere(results, rid):
+            plan.busy.append(rid)
+        elif _finished_folder(results, rid):
+            plan.done.append(rid)
+        else:
+            plan.left.append(rid)
+
+
+def _finished_folder(results: Path | str, run_id: str) -> bool:
+    from fedbench.results import FINISHED, RunIndex
+
+    index = RunIndex(results, on_error="skip", must_exist=False, prefix=run_id)
+    return any(r.status in FINISHED and index.rounds_ok(r) for r in index.records())
+
+
 def summary_line(report: SweepReport) -> str:
     p = report.plan
     parts = [
@@ -650,6 +703,8 @@ def summary_line(report: SweepReport) -> str:
         parts.append(f"{len(p.done) + report.count('done')} already done")
     if others:
         parts.append(f"{others} running elsewhere (run the sweep again later)")
+    if p.left:
+        parts.append(f"{len(p.left)} left unfinished elsewhere (run the sweep again)")
     if p.unavailable:
         parts.append(f"{sum(p.unavailable.values())} cell(s) unavailable")
     return "; ".join(parts)

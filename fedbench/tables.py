@@ -159,6 +159,7 @@ class TableResult:
     cells: list[CellResult]
     problems: list[str] = field(default_factory=list)
     devices: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)  # old-version records used, copies
 
     def cell(self, dataset: str, row: str, col: str) -> CellResult | None:
         for c in self.cells:
@@ -255,7 +256,15 @@ def _run_cell(
                 cache[key] = index.rounds(rec, list(cols))
             return cache[key]
 
-        v = metric.fn(rec.summary, rounds)
+        try:
+            v = metric.fn(rec.summary, rounds)
+            v = v if v is None else float(v)
+        except Exception as e:  # missing columns, wrong types in run.json or rounds.parquet
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            index._problem(f"{rec.run_dir}: cannot read {metric.label} ({first}); rerun it")
+            res.n -= 1
+            res.records.pop()
+            continue
         if v is None or (isinstance(v, float) and math.isnan(v)):
             nodata += 1
             continue
@@ -310,13 +319,14 @@ def evaluate_table(
     selection: Selection | None = None,
     on_error: str = "fail",
     spread: str | None = None,
+    strict: bool = False,
 ) -> TableResult:
     """Match the spec's cells to the runs under `results` and reduce them."""
     sel = selection or Selection(results=str(results))
     spread = spread or spec.spread
     cells = spec.cells(sel.dataset)
     needs_runs = any(c.kind == "runs" for c in cells)
-    index = RunIndex(results, on_error=on_error, must_exist=needs_runs)
+    index = RunIndex(results, on_error=on_error, must_exist=needs_runs, strict=strict)
     out = TableResult(spec, sel, spread, [CellResult(c) for c in cells])
     data_cache: dict = {}
     for res in out.cells:
@@ -344,6 +354,7 @@ def evaluate_table(
         if c.paper is not None:
             res.paper = lookup(c.paper, c.dataset)
     out.problems = index.problems
+    out.notes = index.notes
     return out
 
 
@@ -452,6 +463,7 @@ def table_notes(result: TableResult) -> list[str]:
         lines.append(f"n/a ({n} cells): {reason}")
     for p in result.problems:
         lines.append(f"skipped: {p}")
+    lines += result.notes
     cmds = result.fill_commands()
     if cmds:
         n = sum(c.status in ("missing", "partial") for c in result.cells if c.cell.kind == "runs")

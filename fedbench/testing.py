@@ -11,7 +11,8 @@ import pandas as pd
 
 import fedbench
 from fedbench.config import RunConfig
-from fedbench.results import summarize
+from fedbench.identity import method_version
+from fedbench.results import SCHEMA_VERSION, json_safe, summarize
 
 
 def fake_rounds(
@@ -57,6 +58,9 @@ def write_fake_run(
     run_dir.mkdir(parents=True, exist_ok=True)
     rounds.to_parquet(run_dir / "rounds.parquet", index=False)  # no fsync: fake data, fast
     meta = {
+        "schema_version": SCHEMA_VERSION,
+        "method_version": method_version(cfg.method),
+        "rows": len(rounds),
         "run_id": cfg.run_id(),
         "config": cfg.to_dict(),
         "config_hash": cfg.config_hash(),
@@ -72,7 +76,7 @@ def write_fake_run(
     }
     if error:
         meta["error"] = error
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+    (run_dir / "run.json").write_text(json.dumps(json_safe(meta), indent=2, default=str))
     return run_dir
 
 

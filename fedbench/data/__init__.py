@@ -8,7 +8,13 @@ identity.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -238,7 +244,8 @@ def split_stats(train_y: np.ndarray, parts: list[np.ndarray], info: dict) -> dic
 
 def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
     dtype = getattr(torch, cfg.dtype)
-    train_x, train_y, test_x, test_y, parts, num_classes, info, extras = load_arrays(cfg)
+    arrays, fingerprint = load_fingerprinted(cfg)
+    train_x, train_y, test_x, test_y, parts, num_classes, info, extras = arrays
     train_y = np.asarray(train_y, dtype=np.int64)
     if min(len(p) for p in parts) == 0:
         raise FedbenchError(
@@ -254,7 +261,12 @@ def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
         test_y=torch.from_numpy(np.asarray(test_y, dtype=np.int64)).to(device),
         client_indices=[torch.from_numpy(np.asarray(p, dtype=np.int64)) for p in parts],
         num_classes=num_classes,
-        info={**info, "partition_sha256": _partition_digest(parts), **stats},
+        info={
+            **info,
+            "fingerprint": fingerprint,
+            "partition_sha256": _partition_digest(parts),
+            **stats,
+        },
         pipeline=extras.get("pipeline"),
         embeddings=emb.to(device) if emb is not None else None,
     )
@@ -268,3 +280,162 @@ def _partition_digest(parts: list[np.ndarray]) -> str:
         h.update(np.asarray(p, dtype=np.int64).tobytes())
         h.update(b"|")
     return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- data fingerprint
+#
+# A run records the fingerprint of the data it loaded: a SHA-256 of the train and test arrays
+# (dtype, shape, bytes), so the same config on other data files is another run (see
+# runner.check_not_done). Hashing needs the arrays, so each fingerprint is remembered in
+# <cache>/fingerprints.json with what it depends on: the config fields the loader read, and the
+# size and mtime of every file it opened (found with an audit hook); a sweep then learns the
+# fingerprint of data it has loaded before from a few stat calls, and reloads only when a file
+# changed.
+
+FINGERPRINTS = "fingerprints.json"
+_OPENED: list[set[str]] = []  # files opened for reading, per active capture
+_HOOKED: list[bool] = []
+_SKIP_SUFFIXES = (".py", ".pyc", ".so", ".pth")
+
+
+def arrays_fingerprint(*arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        if isinstance(a, torch.Tensor):
+            a = a.detach().cpu().contiguous().numpy()
+        a = np.asarray(a)
+        h.update(f"{a.dtype.str}{a.shape}|".encode())
+        if a.dtype.kind == "O":
+            h.update(repr(a.tolist()).encode())
+        else:
+            h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()[:16]
+
+
+def _audit(event: str, args: tuple) -> None:
+    if not _OPENED or event != "open":
+        return
+    path, mode, flags = args
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return
+    writing = (
+        any(c in mode for c in "wax+")
+        if isinstance(mode, str)
+        else bool((flags or 0) & (os.O_WRONLY | os.O_RDWR))
+    )
+    if not writing:
+        _OPENED[-1].add(os.path.abspath(os.fsdecode(path)))
+
+
+@contextmanager
+def _files_read():
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED.append(True)
+    found: set[str] = set()
+    _OPENED.append(found)
+    try:
+        yield found
+    finally:
+        _OPENED.pop()
+
+
+class _FieldReads:
+    """cfg, recording the names of the fields a loader reads."""
+
+    def __init__(self, cfg: RunConfig):
+        object.__setattr__(self, "_cfg", cfg)
+        object.__setattr__(self, "names", set())
+
+    def __getattr__(self, name: str):
+        self.names.add(name)
+        return getattr(self._cfg, name)
+
+
+def _data_files(paths: set[str]) -> list[list]:
+    """[path, size, mtime_ns] of the data files among the opened paths (not Python's own)."""
+    skip = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(__file__)})
+    out = []
+    for p in sorted(paths):
+        if p.endswith(_SKIP_SUFFIXES) or p.startswith(("/proc/", "/sys/", "/dev/", *skip)):
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if os.path.isfile(p):
+            out.append([p, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _memo_path() -> Path:
+    from fedbench.data.locate import cache_root
+
+    return cache_root() / FINGERPRINTS
+
+
+def _memo_place() -> str:
+    import fedbench
+
+    return json.dumps([os.getcwd(), os.environ.get("FEDBENCH_DATA"), fedbench.__version__])
+
+
+def _plain(v):
+    return json.loads(json.dumps(v, default=str))
+
+
+def _read_memo() -> dict:
+    try:
+        memo = json.loads(_memo_path().read_text())
+        return memo if isinstance(memo, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember(cfg: RunConfig, names: set[str], files: list[list], fp: str) -> None:
+    from fedbench.results import atomic_write_json
+
+    memo = _read_memo()
+    fields_read = {n: _plain(getattr(cfg, n)) for n in sorted(names)}
+    entries = [e for e in memo.get(_memo_place(), []) if e.get("fields") != fields_read]
+    entries.append({"fields": fields_read, "files": files, "fingerprint": fp})
+    memo[_memo_place()] = entries[-500:]
+    try:
+        atomic_write_json(_memo_path(), memo)
+    except OSError:  # a read-only cache: fingerprints are computed again next time
+        pass
+
+
+def _unchanged(files: list) -> bool:
+    try:
+        return all(
+            (st := os.stat(p)).st_size == size and st.st_mtime_ns == mtime
+            for p, size, mtime in files
+        )
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def load_fingerprinted(cfg: RunConfig):
+    """load_arrays(cfg) and the fingerprint of its train and test arrays (remembered)."""
+    spy = _FieldReads(cfg)
+    with _files_read() as opened:
+        arrays = load_arrays(spy)  # type: ignore[arg-type]
+    fp = arrays_fingerprint(*arrays[:4])
+    _remember(cfg, spy.names, _data_files(opened), fp)
+    return arrays, fp
+
+
+def data_fingerprint(cfg: RunConfig, compute: bool = True) -> str | None:
+    """The fingerprint of the data cfg would load: remembered if its files are unchanged, else
+    (compute=True) computed by loading the arrays; None when not remembered and not computed."""
+    for e in _read_memo().get(_memo_place(), []):
+        try:
+            same = all(_plain(getattr(cfg, n)) == v for n, v in e["fields"].items())
+        except (AttributeError, KeyError, TypeError):
+            continue
+        if same and _unchanged(e.get("files", [])):
+            return e.get("fingerprint")
+    if not compute:
+        return None
+    return load_fingerprinted(cfg)[1]

@@ -24,6 +24,11 @@ What a method may ask of the engine (full-batch gradients, the global training l
 
 Parameters live in a frozen dataclass ``Params`` whose ``__post_init__`` rejects bad values with a
 one-line FedbenchError; every field has a default and metadata {"help": ...}.
+
+``version`` is the method's behaviour version, part of every run's identity (fedbench.identity).
+The rule: a new parameter gets the default that keeps the old behaviour (stored runs keep their
+identity); changing a parameter's default, or what the method computes for the same parameters,
+bumps ``version`` by one (stored runs then no longer count as done, and are rerun).
 """
 
 from __future__ import annotations
@@ -140,6 +145,7 @@ def server_settings(method: Method, cfg: RunConfig | None) -> tuple[float, float
 
 class Method:
     name: ClassVar[str] = ""
+    version: ClassVar[int] = 1  # bump when a default or the behaviour changes (module docstring)
     Params: ClassVar[type] = None  # type: ignore[assignment]
     # SFL: devices train one after another, each from the previous one's model
     sequential: ClassVar[bool] = False

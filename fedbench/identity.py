@@ -1,0 +1,98 @@
+"""A run's identity: the hash that says "this config already ran", stable across upgrades.
+
+The identity (RunConfig.config_hash, the last part of a run_id) is a hash of what changes the
+numbers:
+
+- every config field except where the data lives (data_dir), the preset's name and the torch
+  device, **left out when it equals the field's default**;
+- the method's parameters, resolved (defaults filled in, types coerced, so `mu=1`, `mu=1.0` and
+  no mu at all are one run), **left out when equal to the parameter's default**;
+- the method's behaviour version (``Method.version``).
+
+So a config field or method parameter added later, whose default keeps the old behaviour, leaves
+every stored run's identity unchanged: an old run.json lacks it, it reads as its default, and a
+default is not hashed. The other direction needs a rule, because a stored run.json holds only
+the method parameters the user gave: **changing a parameter's default, or what a method computes,
+bumps its ``version``** (stored runs keep the version they ran with, so they stop matching).
+Config fields are stored in full, so a changed config default already changes the identity of
+runs that used the old one; a new field must be added with the default that reproduces the old
+behaviour. Where the data came from is not part of the identity: it is the data fingerprint,
+compared when deciding whether a run is already done (see runner.check_not_done).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fedbench.config import RunConfig
+
+NOT_IDENTITY = ("data_dir", "preset", "device")  # where and how, not what, a run computes
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+def _non_default(obj: Any) -> dict[str, Any]:
+    """The fields of a dataclass instance whose value differs from the field's default."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if not _same(v, _default(f)):
+            out[f.name] = v
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as values, where True is not 1 but 1 is 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def method_version(method: str) -> int | None:
+    """The behaviour version of a method; None for a method this build lacks."""
+    from fedbench.errors import FedbenchError
+    from fedbench.methods import method_class
+
+    try:
+        return int(method_class(method).version)
+    except FedbenchError:
+        return None
+
+
+def method_identity(cfg: RunConfig) -> dict[str, Any]:
+    """The method parameters that differ from their defaults (all given ones if the method or
+    its parameters are unknown to this build: such a record matches no current config)."""
+    from fedbench.methods import method_params
+
+    try:
+        return _non_default(method_params(cfg.method, cfg.method_params))
+    except Exception:  # unknown method or parameter, wrong type: keep what was given
+        given = cfg.method_params
+        return dict(given) if isinstance(given, dict) else {"?": repr(given)}
+
+
+def identity(cfg: RunConfig, version: int | None = None) -> dict[str, Any]:
+    """What the hash covers (see the module docstring). `version`: the method version a stored
+    run ran with (default: this build's)."""
+    d = _non_default(cfg)
+    for k in (*NOT_IDENTITY, "method_params"):
+        d.pop(k, None)
+    d["method"] = cfg.method
+    d["method_params"] = method_identity(cfg)
+    d["method_version"] = version if version is not None else method_version(cfg.method)
+    return d
+
+
+def config_hash(cfg: RunConfig, version: int | None = None) -> str:
+    blob = json.dumps(identity(cfg, version), sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
