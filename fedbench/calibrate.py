@@ -96,7 +96,7 @@ def search(
     def gap(p: Point) -> float:
         return abs(p.mean - target)
 
-    bracket = None
+    bracket, out_of_budget = None, False
     try:
         p0 = f(x0)
         if side(p0) != 0:
@@ -104,12 +104,17 @@ def search(
             if bracket is not None:
                 bracket = _bisect(f, side, bracket, rtol, digits, max_points, order)
     except _Budget:
-        pass
+        out_of_budget = True
     if bracket is None and all(side(p) != 0 for p in order):
         tried = ", ".join(f"{p.value:g} -> {p.mean:g}" for p in order)
+        why = (
+            f"after {max_points} values (--max-points)"
+            if out_of_budget
+            else f"within {max_steps} steps of x{step:g} from {x0:g}"
+        )
         raise FedbenchError(
-            f"no value crosses the target {target:g} within {max_steps} steps of x{step:g} "
-            f"from {x0:g} (tried {tried}); pass --start, --step or --direction"
+            f"no value crosses the target {target:g} {why} (tried {tried}); "
+            "pass --start, --step, --direction or --max-points"
         )
     best = min(reversed(order), key=gap)  # ties: the last tried
     values = (bracket[0].value, bracket[1].value) if bracket else None

@@ -49,6 +49,8 @@ def test_search_without_a_crossing_is_a_one_line_error():
     with pytest.raises(FedbenchError, match="no value crosses the target 5") as e:
         search(metric(lambda x: 1.0), 1.0, 5.0, max_steps=2)
     assert "\n" not in str(e.value)
+    with pytest.raises(FedbenchError, match=r"after 2 values \(--max-points\)"):
+        search(metric(lambda x: 1.0), 1.0, 5.0, max_points=2)
     with pytest.raises(FedbenchError, match="direction must be"):
         search(metric(lambda x: 1.0), 1.0, 5.0, direction="sideways")
 
