@@ -781,6 +781,7 @@ def sweep(
     help="Which way to bracket from the start value.",
 )
 @selection_options
+@click.option("--jobs", "-j", type=int, default=1, show_default=True, help="Seeds run at once.")
 @click.option("--threads", type=int, help="torch CPU threads per run.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def calibrate(
@@ -800,6 +801,7 @@ def calibrate(
     preset,
     sets,
     results,
+    jobs,
     threads,
     quiet,
 ):
@@ -827,7 +829,7 @@ def calibrate(
         col=col,
         target=target,
         start=start,
-        executor=make_executor("local", 1, threads),
+        executor=make_executor("local", jobs, threads),
         quiet=quiet,
         step=step,
         rtol=rtol,
