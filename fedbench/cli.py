@@ -412,6 +412,23 @@ def make_selection(dataset, seeds, preset, sets, results):
     )
 
 
+def calibrated_option(f):
+    return click.option(
+        "--calibrated",
+        is_flag=True,
+        help="At the value `fedbench calibrate` fitted for this table and dataset.",
+    )(f)
+
+
+def apply_calibration(spec, sel, calibrated: bool):
+    """(selection, header line): unchanged without --calibrated."""
+    if not calibrated:
+        return sel, None
+    from fedbench.calibrate import calibrated_selection
+
+    return calibrated_selection(spec, sel)
+
+
 def list_specs(figures: bool) -> None:
     from rich.table import Table
 
@@ -470,7 +487,10 @@ def list_specs(figures: bool) -> None:
     is_flag=True,
     help="Refuse runs written by another fedbench version (default: use them, with a note).",
 )
-def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, spread, strict):
+@calibrated_option
+def table(
+    name, dataset, seeds, preset, sets, results, fmt, out, on_error, spread, strict, calibrated
+):
     """A paper table from results: ours, the paper's and the difference per cell.
 
     NAME is a paper table (runtime, tau, best-acc, epochs, rho, devices, sampled,
@@ -506,12 +526,15 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
 
     spec = get_table(name)
     sel = make_selection(dataset, seeds, preset, sets, results)
-    result = evaluate_table(spec, results, sel, on_error=on_error, spread=spread, strict=strict)
+    fit_sel, fit_line = apply_calibration(spec, sel, calibrated)
+    result = evaluate_table(spec, results, fit_sel, on_error=on_error, spread=spread, strict=strict)
     err = Console(stderr=True)
     for p in result.problems:
         err.print(f"[yellow]skipped:[/] {escape(p)}", highlight=False, soft_wrap=True)
     if fmt == "rich":
         c = console()
+        if fit_line:
+            c.print(fit_line, highlight=False, markup=False, soft_wrap=True)
         c.print(rich_paper_table(result))
         for line in table_notes(result):
             if not line.startswith("skipped: "):
@@ -519,11 +542,12 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
         return
     opts = " ".join(x for x in (f"--dataset {dataset}" if dataset else "", sel.options()) if x)
     cmd = f"fedbench table {name} {opts} --format {fmt}".replace("  ", " ")
+    cmd += " --calibrated" if calibrated else ""
     device = ", ".join(sorted(result.devices)) or "no runs"
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
-    path = Path(out) / f"{table_file_name(result)}.{ext}"
+    path = Path(out) / f"{table_file_name(result)}{'_calibrated' if calibrated else ''}.{ext}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = [*header_lines(cmd, device), result.compute_line()]
+    header = [*header_lines(cmd, device), result.compute_line(), *([fit_line] if fit_line else [])]
     path.write_text(render_paper_table(result, fmt, header))
     click.echo(f"wrote {path}")
     for line in result.fill_commands():
@@ -586,7 +610,8 @@ def _table_summary(results, fmt, out, on_error, strict=False):
     is_flag=True,
     help="Refuse runs written by another fedbench version (default: use them, with a note).",
 )
-def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, strict):
+@calibrated_option
+def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, strict, calibrated):
     """Figures like the papers' (PNG and PDF): learning curves with min–max bands over seeds,
     best-accuracy bars, rounds to target against a parameter, SFL's quadratic panels,
     FedSoftMax's participation heat map, FedProx's loss and dissimilarity panels.
@@ -621,8 +646,12 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
 
     spec = get_table(name, figure=True)
     sel = make_selection(dataset, seeds, preset, sets, results)
+    sel, fit_line = apply_calibration(spec, sel, calibrated)
+    if fit_line:
+        click.echo(fit_line)
     result = evaluate_table(spec, results, sel, on_error=on_error, strict=strict)
-    paths = plot_spec(result, Path(out or "tables") / table_file_name(result))
+    stem = table_file_name(result) + ("_calibrated" if calibrated else "")
+    paths = plot_spec(result, Path(out or "tables") / stem)
     for p in paths:
         click.echo(f"wrote {p}")
     for line in [f"skipped: {p}" for p in result.problems] + result.notes:
@@ -690,6 +719,7 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     is_flag=True,
     help="Refuse runs written by another fedbench version (default: use them, with a note).",
 )
+@calibrated_option
 def sweep(
     table_name,
     sweep_file,
@@ -711,6 +741,7 @@ def sweep(
     quiet,
     on_error,
     strict,
+    calibrated,
 ):
     """Run a grid of configs, skipping the ones results/ already holds (resumable: start it
     again after a crash or kill; several sweeps may share one results folder).
@@ -753,9 +784,14 @@ def sweep(
 
         spec = get_table(table_name, figure=True)
         sel = make_selection(dataset, seeds, preset, sets, results)
+        sel, fit_line = apply_calibration(spec, sel, calibrated)
+        if fit_line:
+            click.echo(fit_line)
         configs, unavailable = table_configs(spec, sel)
         label = f"{table_name}" + (f" ({dataset})" if dataset else "")
     else:
+        if calibrated:
+            raise FedbenchError("--calibrated goes with --table (the fit belongs to a table)")
         kw = load_sweep_file(sweep_file) if sweep_file else {}
         grid = {**kw.get("grid", {}), **parse_grid(grids)}
         configs = grid_configs(
@@ -804,6 +840,103 @@ def sweep(
             "(recorded in its run.json; the next sweep retries it)",
             1,
         )
+
+
+# ---------------------------------------------------------------- calibrate
+
+
+@cli.command()
+@click.option("--table", "table_name", required=True, help="The paper table (see fedbench table).")
+@click.option("--anchor", required=True, help="The anchor cell's method or row, e.g. fedavg.")
+@click.option("--param", default="lr", show_default=True, help="The parameter to fit (> 0).")
+@click.option("--col", help="The anchor's column, where its row has several runs cells.")
+@click.option("--target", type=float, help="The value to match (default: the paper's).")
+@click.option("--start", type=float, help="First value tried (default: the anchor's own).")
+@click.option("--step", type=float, default=10.0, show_default=True, help="Bracketing factor.")
+@click.option(
+    "--rtol",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Stop when the bracket is within a factor 1 + rtol.",
+)
+@click.option(
+    "--tol", type=float, default=0.0, show_default=True, help="Stop at |metric - target| <= tol."
+)
+@click.option("--max-points", type=int, default=12, show_default=True, help="Values tried, most.")
+@click.option(
+    "--direction",
+    type=click.Choice(["auto", "up", "down"]),
+    default="auto",
+    show_default=True,
+    help="Which way to bracket from the start value.",
+)
+@selection_options
+@click.option("--jobs", "-j", type=int, default=1, show_default=True, help="Seeds run at once.")
+@click.option("--threads", type=int, help="torch CPU threads per run.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def calibrate(
+    table_name,
+    anchor,
+    param,
+    col,
+    target,
+    start,
+    step,
+    rtol,
+    tol,
+    max_points,
+    direction,
+    dataset,
+    seeds,
+    preset,
+    sets,
+    results,
+    jobs,
+    threads,
+    quiet,
+):
+    """Fit a parameter the paper leaves unstated so that one anchor cell matches the paper:
+    log-scale bracket, then bisection; every point is normal runs in results/ (resumable,
+    reused). Saves results/calibration/TABLE-DATASET.json for sweep/table/plot --calibrated.
+
+    \b
+    Examples:
+      fedbench calibrate --table tau --dataset fmnist --anchor fedavg --param lr --threads 1
+      fedbench sweep --table tau --dataset fmnist --calibrated
+      fedbench table tau --dataset fmnist --calibrated
+    """
+    from fedbench.calibrate import calibrate as fit_param
+    from fedbench.paper_tables import get_table
+    from fedbench.sweep import make_executor
+
+    spec = get_table(table_name)
+    sel = make_selection(dataset, seeds, preset, sets, results)
+    fit = fit_param(
+        spec,
+        sel,
+        anchor,
+        param,
+        col=col,
+        target=target,
+        start=start,
+        executor=make_executor("local", jobs, threads),
+        quiet=quiet,
+        step=step,
+        rtol=rtol,
+        tol=tol,
+        max_points=max_points,
+        direction=direction,
+    )
+    for p in fit["points"]:
+        seeds_txt = ", ".join(f"{v:g}" for v in p["per_seed"])
+        click.echo(f"  {param} = {p['value']:<10g} -> {p['mean']:g} ({seeds_txt})")
+    a = fit["anchor"]
+    click.echo(
+        f"{param} = {fit['value']:g}: {a['row']} / {a['col']} = {fit['achieved']:g} "
+        f"(target {fit['target']:g}, {fit['target_source']}); {fit['runs_spent']} runs over "
+        f"{len(fit['points'])} values; wrote {fit['path']}"
+    )
 
 
 # ---------------------------------------------------------------- check

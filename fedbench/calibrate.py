@@ -1,0 +1,356 @@
+"""Calibration of a hyperparameter a paper leaves unstated, against one anchor cell of its table.
+
+`fedbench calibrate --table tau --dataset fmnist --anchor fedavg --param lr` searches the value of
+`lr` at which the anchor cell (FedAvg's rounds to 65 % in FedLGA Table VI) equals the paper's
+value (116), then saves the fit to results/calibration/<table>-<dataset>.json. `fedbench
+sweep/table/plot --calibrated` run and render the whole table at the fitted value: the anchor is
+then a fit, every other cell a prediction.
+
+The search (`search`), on a log scale:
+- bracket: from the anchor's own value x0 (the preset's), step by a factor `step` towards the
+  target until the metric crosses it. `direction=auto` walks the way that brings the metric
+  closer to the target; where the metric is flat there (FedAvg's rounds do not change between lr
+  1e-2 and 3e-4: client sampling decides the round), it walks down, the way a smaller lr slows
+  training. A crossing not found within `max_steps` steps is a one-line error naming the points;
+- bisection at the geometric mean of the bracket, values rounded to `digits` significant digits
+  (a run's identity is its config, so a fitted 6.12e-06 is one reproducible run, not a float
+  accident), until the bracket is within a factor 1 + rtol, a point lies within `tol` of the
+  target, or `max_points` values were tried.
+Noise and non-monotone metrics: each point is the mean over `seeds` (default: the table's) and
+a seed that never reaches the target counts as infinitely many rounds. Bisection keeps one end on
+each side of the target, so even a noisy, non-monotone metric ends at *a* crossing inside the
+bracket (another crossing outside it is not looked for). The value kept is the point whose mean
+is nearest the target among all points tried (ties: the last tried), with each seed's value
+recorded, so the spread at the fit is visible.
+Every point is a set of normal runs in results/, run through the sweep machinery (claimed,
+resumable, cached by config): calibrating again, or with more points, reuses them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fedbench.errors import FedbenchError
+
+CALIBRATION_DIR = "calibration"  # under the results folder
+DIRECTIONS = ("auto", "up", "down")
+
+
+@dataclass
+class Point:
+    value: float
+    mean: float  # over seeds; inf: some seed never reached the target (or diverged)
+    per_seed: list[float] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchResult:
+    best: Point
+    points: list[Point]  # in the order tried
+    bracket: tuple[float, float] | None  # the last (lo, hi) with the target between them
+
+
+def _round(x: float, digits: int) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def search(
+    evaluate: Callable[[float], Point],
+    x0: float,
+    target: float,
+    step: float = 10.0,
+    rtol: float = 0.05,
+    tol: float = 0.0,
+    max_points: int = 12,
+    max_steps: int = 6,
+    direction: str = "auto",
+    digits: int = 3,
+) -> SearchResult:
+    """Find x > 0 with evaluate(x).mean ~ target: log-scale bracket, then bisection (module doc)."""
+    if not x0 > 0 or not step > 1:
+        raise FedbenchError(f"calibrate needs a start value > 0 and step > 1, got {x0}, {step}")
+    if direction not in DIRECTIONS:
+        raise FedbenchError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+    seen: dict[float, Point] = {}
+    order: list[Point] = []
+
+    def f(x: float) -> Point:
+        x = _round(x, digits)
+        if x not in seen:
+            if len(order) >= max_points:
+                raise _Budget
+            seen[x] = evaluate(x)
+            order.append(seen[x])
+        return seen[x]
+
+    def side(p: Point) -> int:
+        return 0 if abs(p.mean - target) <= tol else (1 if p.mean > target else -1)
+
+    def gap(p: Point) -> float:
+        return abs(p.mean - target)
+
+    bracket, out_of_budget = None, False
+    try:
+        p0 = f(x0)
+        if side(p0) != 0:
+            bracket = _bracket(f, side, gap, p0, step, max_steps, direction)
+            if bracket is not None:
+                bracket = _bisect(f, side, bracket, rtol, digits, max_points, order)
+    except _Budget:
+        out_of_budget = True
+    if bracket is None and all(side(p) != 0 for p in order):
+        tried = ", ".join(f"{p.value:g} -> {p.mean:g}" for p in order)
+        why = (
+            f"after {max_points} values (--max-points)"
+            if out_of_budget
+            else f"within {max_steps} steps of x{step:g} from {x0:g}"
+        )
+        raise FedbenchError(
+            f"no value crosses the target {target:g} {why} (tried {tried}); "
+            "pass --start, --step, --direction or --max-points"
+        )
+    best = min(reversed(order), key=gap)  # ties: the last tried
+    values = (bracket[0].value, bracket[1].value) if bracket else None
+    return SearchResult(best, order, values)
+
+
+class _Budget(Exception):
+    """max_points values tried: stop where the search is."""
+
+
+def _bracket(f, side, gap, p0, step, max_steps, direction):
+    """(p_a, p_b) on opposite sides of the target, walking from p0 by factors of `step`."""
+    s0 = side(p0)
+    prev, sign = p0, 1 if direction == "up" else -1
+    if direction == "auto":
+        down = f(p0.value / step)
+        if side(down) != s0:
+            return (down, p0)
+        if gap(down) > gap(p0):  # farther down: walk up; closer or flat: on down
+            sign = 1
+        else:
+            prev = down
+    for _ in range(max_steps):
+        nxt = f(prev.value * step**sign)
+        if side(nxt) != s0:
+            return (nxt, prev)
+        prev = nxt
+    return None
+
+
+def _bisect(f, side, bracket, rtol, digits, max_points, order):
+    """The bracket (lo, hi) shrunk by log-scale bisection, one end on each side of the target."""
+    lo, hi = sorted(bracket, key=lambda p: p.value)
+    while hi.value / lo.value > 1 + rtol and len(order) < max_points:
+        mid = _round(math.sqrt(lo.value * hi.value), digits)
+        if mid in (lo.value, hi.value):  # no value between them at this precision
+            break
+        p = f(mid)
+        if side(p) == 0:
+            break
+        if side(p) == side(lo):
+            lo = p
+        else:
+            hi = p
+    return lo, hi
+
+
+# ---------------------------------------------------------------- the anchor cell and its runs
+
+
+def anchor_cell(spec, dataset: str, anchor: str, col: str | None = None):
+    """The runs cell of `dataset` whose method (or row label) is `anchor` and which has a
+    paper value (or the column `col`)."""
+    from fedbench.paper_tables import lookup
+
+    cands = []
+    for c in spec.cells(dataset):
+        if c.kind != "runs" or (col is not None and c.col != col):
+            continue
+        method = dict(c.overrides).get("method")
+        if anchor.lower() in (str(method).lower(), c.row.lower()):
+            cands.append(c)
+    with_paper = [c for c in cands if c.paper is not None and lookup(c.paper, dataset) is not None]
+    pick = (with_paper or cands)[:1]
+    if not pick:
+        rows = sorted({c.row for c in spec.cells(dataset) if c.kind == "runs"})
+        raise FedbenchError(
+            f"table {spec.name} ({dataset}) has no runs cell for anchor {anchor!r}"
+            + (f" in column {col!r}" if col else "")
+            + f"; rows: {', '.join(rows)}"
+        )
+    return pick[0]
+
+
+def paper_target(cell) -> float:
+    from fedbench.paper_tables import lookup
+
+    pv = lookup(cell.paper, cell.dataset) if cell.paper is not None else None
+    if pv is None or not isinstance(pv.value, float):
+        raise FedbenchError(
+            f"cell {cell.row} / {cell.col} has no numeric paper value; pass --target"
+        )
+    return pv.value
+
+
+def start_value(cell, seed: int, sel, param: str) -> float:
+    """The anchor's current value of `param` (config field or method parameter), > 0."""
+    from fedbench.paper_tables import cell_config
+
+    if param in dict(cell.overrides):
+        raise FedbenchError(
+            f"cell {cell.row} / {cell.col} fixes {param} itself; calibrate a parameter the "
+            "table leaves to the preset"
+        )
+    cfg = cell_config(cell, seed, sel.preset, sel.sets)
+    v = getattr(cfg, param, None)
+    if v is None:
+        v = cfg.canonical_method_params().get(param)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise FedbenchError(
+            f"calibrate searches a positive number on a log scale; {param} is {v!r} here"
+        )
+    return float(v)
+
+
+def evaluate_point(cell, sel, param: str, x: float, seeds, executor, quiet: bool) -> Point:
+    """Run (or find) the anchor's runs at param = x, one per seed; reduce each with the cell's
+    metric. A seed that never reaches the target or diverges counts as inf (-inf for a metric
+    where higher is better)."""
+    from fedbench.paper_tables import METRICS, cell_config
+    from fedbench.results import RunIndex
+    from fedbench.sweep import plan_sweep, run_sweep
+
+    sets = {**sel.sets, param: x}
+    configs = [cell_config(cell, s, sel.preset, sets) for s in seeds]
+    run_sweep(plan_sweep(configs, sel.results), sel.results, executor, quiet, f"{param}={x:g}")
+    index = RunIndex(sel.results, on_error="skip", must_exist=False)
+    metric = METRICS[cell.metric]
+    worst = -math.inf if metric.higher_is_better else math.inf
+    values = []
+    for cfg in configs:
+        rec = index.finished(cfg.config_hash())
+        if rec is None:
+            other = index.find(cfg.config_hash())
+            why = other.meta.get("error", other.status) if other is not None else "not run"
+            raise FedbenchError(f"calibration run {cfg.run_id()} did not finish ({why})")
+        v = None
+        if rec.status != "diverged":
+            v = metric.fn(rec.summary, lambda cols, rec=rec: index.rounds(rec, list(cols)))
+        values.append(worst if v is None or math.isinf(v) else float(v))
+    mean = sum(values) / len(values)
+    return Point(x, mean, values, [c.run_id() for c in configs])
+
+
+def calibration_path(results: str | Path, table: str, dataset: str) -> Path:
+    return Path(results) / CALIBRATION_DIR / f"{table}-{dataset}.json"
+
+
+def calibrate(
+    spec,
+    sel,
+    anchor: str,
+    param: str = "lr",
+    col: str | None = None,
+    target: float | None = None,
+    start: float | None = None,
+    executor=None,
+    quiet: bool = False,
+    **search_kw: Any,
+) -> dict:
+    """Fit `param` on the anchor cell, save the fit (atomically) and return it."""
+    from fedbench.results import atomic_write_json
+
+    if param in sel.sets:
+        raise FedbenchError(f"--set {param}=... fixes the parameter calibrate is to search")
+    dataset = _one_dataset(spec, sel.dataset)
+    cell = anchor_cell(spec, dataset, anchor, col)
+    source = "paper" if target is None else "given"
+    target = paper_target(cell) if target is None else float(target)
+    seeds = tuple(sel.seeds if sel.seeds is not None else (cell.seeds or spec.seeds))
+    x0 = start if start is not None else start_value(cell, seeds[0], sel, param)
+    res = search(
+        lambda x: evaluate_point(cell, sel, param, x, seeds, executor, quiet),
+        x0,
+        target,
+        **search_kw,
+    )
+    fit = {
+        "table": spec.name,
+        "dataset": dataset,
+        "anchor": {"row": cell.row, "col": cell.col, "metric": cell.metric},
+        "param": param,
+        "value": res.best.value,
+        "target": target,
+        "target_source": source,
+        "achieved": res.best.mean,
+        "achieved_per_seed": res.best.per_seed,
+        "seeds": list(seeds),
+        "preset": sel.preset,
+        "sets": {k: str(v) for k, v in sel.sets.items()},
+        "bracket": list(res.bracket) if res.bracket else None,
+        "points": [asdict(p) for p in res.points],
+        "runs_spent": sum(len(p.run_ids) for p in res.points),
+        "fitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    path = calibration_path(sel.results, spec.name, dataset)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, fit)
+    fit["path"] = str(path)
+    return fit
+
+
+def _one_dataset(spec, dataset: str | None) -> str:
+    if dataset is not None:
+        spec.variants(dataset)  # one-line error for a dataset the table lacks
+        return dataset
+    if len(spec.datasets) == 1:
+        return spec.datasets[0]
+    raise FedbenchError(
+        f"table {spec.name} has several datasets ({', '.join(spec.datasets)}); pass --dataset"
+    )
+
+
+# ---------------------------------------------------------------- using a fit
+
+
+def load_fit(results: str | Path, table: str, dataset: str) -> dict:
+    path = calibration_path(results, table, dataset)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FedbenchError(
+            f"no calibration of table {table} on {dataset} in {path.parent}; run first: "
+            f"fedbench calibrate --table {table} --dataset {dataset} --anchor METHOD --param lr"
+        ) from None
+    except ValueError as e:
+        raise FedbenchError(f"{path} is corrupt ({e}); calibrate again") from None
+
+
+def calibrated_selection(spec, sel):
+    """(selection at the fitted value, the header line saying what was fitted to which cell).
+    The fit's own --set values come first, the user's next; the fitted parameter last."""
+    dataset = _one_dataset(spec, sel.dataset)
+    fit = load_fit(sel.results, spec.name, dataset)
+    param, value = fit["param"], fit["value"]
+    if param in sel.sets:
+        raise FedbenchError(
+            f"--set {param}=... clashes with --calibrated ({param} = {value:g} from the fit)"
+        )
+    sets = {**fit.get("sets", {}), **sel.sets, param: value}
+    preset = sel.preset or fit.get("preset")
+    a = fit["anchor"]
+    line = (
+        f"calibrated: {param} = {value:g}, fitted so that {a['row']} / {a['col']} "
+        f"= {fit['achieved']:g} (paper {fit['target']:g}) on {dataset}, seeds "
+        f"{','.join(map(str, fit['seeds']))}, {fit['runs_spent']} runs; "
+        f"every other cell is a prediction ({calibration_path(sel.results, spec.name, dataset)})"
+    )
+    return replace(sel, dataset=dataset, preset=preset, sets=sets), line
