@@ -18,14 +18,18 @@ def escape(text: str) -> str:
 
 
 class FedbenchGroup(click.Group):
-    """Turns every user mistake into one line (exit 2) and any other failure into one line
-    (exit 1) unless --debug asks for the traceback."""
+    """Turns every user mistake (a FedbenchError, a bad option, a file the system cannot read
+    or write) into one line, exit 2, and any other failure into one line, exit 1, unless
+    --debug asks for the traceback."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except FedbenchError as e:
             raise OneLineError(str(e), 2) from None
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx else "fedbench"
+            raise OneLineError(f"{e.format_message()} (see {where} --help)", 2) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except BrokenPipeError:  # output piped into `head` and the like: not an error
@@ -37,14 +41,59 @@ class FedbenchGroup(click.Group):
         except Exception as e:
             if (ctx.obj or {}).get("debug"):
                 raise
-            msg = f"{type(e).__name__}: {e}".splitlines()[0]
+            if isinstance(e, OSError) and e.filename:  # the system refused one of the user's files
+                raise OneLineError(f"{e.filename}: {e.strerror or e}", 2) from None
+            msg = f"{type(e).__name__}: {e}".strip().splitlines()[0]
             raise OneLineError(f"{msg} (rerun with --debug for the traceback)", 1) from None
 
 
 class OneLineError(click.ClickException):
     def __init__(self, message: str, code: int):
-        super().__init__(message)
+        super().__init__(" ".join(str(message).splitlines()))  # one line, whatever it holds
         self.exit_code = code
+
+
+def check_folder(path: str | Path | None, option: str, claims: bool = False) -> None:
+    """A folder option (made if missing): neither it nor a folder above it may be a file;
+    with claims, its .claims folder (run claims) must not be a file either."""
+    if path is None:
+        return
+    p = Path(path)
+    for q in (p, *p.parents):
+        if q.exists() and not q.is_dir():
+            above = "" if q == p else f" (it is inside {q})"
+            raise FedbenchError(
+                f"{option} {path} cannot be a folder: {q} is a file{above}; give a folder"
+            )
+    claims_dir = p / ".claims"
+    if claims and claims_dir.exists() and not claims_dir.is_dir():
+        raise FedbenchError(
+            f"{claims_dir} is a file; fedbench keeps run claims in that folder: move the file away"
+        )
+
+
+def check_seeds(seeds) -> None:
+    from fedbench.config import check_value
+
+    for s in seeds or ():
+        check_value("seed", s)
+
+
+THREADS = click.IntRange(min=1)
+
+
+def command_line(sets, flags: dict, options: dict | None = None) -> dict:
+    """--set items and the fields that flags (--rounds, --seed, ...) set, as one source: a
+    field given twice on the command line, even with one value, is an error (one_each).
+    options: a field's flag where it is not --FIELD (e.g. seed: --seeds)."""
+    from fedbench.config import one_each, parse_set
+
+    items = [(k, v, f"--set {k}={v}") for k, v in parse_set(sets).items()]
+    for key, val in flags.items():
+        if val is not None:
+            flag = (options or {}).get(key, f"--{key.replace('_', '-')}")
+            items.append((key, str(val), f"{flag} {val}"))
+    return one_each(items)
 
 
 @click.group(cls=FedbenchGroup)
@@ -90,7 +139,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--results", default="results", show_default=True, type=click.Path())
 @click.option("--overwrite", is_flag=True, help="Run again even if this config already ran.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--threads", type=int, help="torch CPU threads (default: torch's choice).")
+@click.option("--threads", type=THREADS, help="torch CPU threads (default: torch's choice).")
 def train(
     preset,
     config_file,
@@ -117,19 +166,12 @@ def train(
       fedbench train --preset fedprox-synthetic --method fedprox --set mu=1 --set s=0.9
       fedbench train --config my_run.toml --set lr=0.03
     """
-    from fedbench.config import build_config, parse_set
+    from fedbench.config import build_config
 
-    overrides = parse_set(sets)
-    for key, val in (
-        ("method", method),
-        ("rounds", rounds),
-        ("seed", seed),
-        ("data_dir", data_dir),
-        ("device", device),
-    ):
-        if val is not None:
-            overrides[key] = str(val)
+    flags = {"method": method, "rounds": rounds, "seed": seed, "data_dir": data_dir}
+    overrides = command_line(sets, {**flags, "device": device})
     cfg = build_config(preset, config_file, overrides)
+    check_folder(results, "--results", claims=True)
     if threads:
         import torch
 
@@ -283,16 +325,12 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
     """
     import pandas as pd
 
-    from fedbench.config import apply_overrides, parse_set
+    from fedbench.config import apply_overrides
     from fedbench.data import load_arrays, split_stats
+    from fedbench.presets import get_preset
     from fedbench.tables import console, rich_table
 
-    overrides = parse_set(sets)
-    if dataset:
-        overrides["dataset"] = dataset
-    if data_dir:
-        overrides["data_dir"] = data_dir
-    from fedbench.presets import get_preset
+    overrides = command_line(sets, {"dataset": dataset, "data_dir": data_dir})
 
     cfg = apply_overrides(get_preset(preset or "default"), overrides).validate_data()
     _, train_y, _, test_y, parts, num_classes, info, _ = load_arrays(cfg)
@@ -349,16 +387,25 @@ def selection_options(f):
 
 
 def make_selection(dataset, seeds, preset, sets, results):
-    from fedbench.config import parse_set
+    """The runs a paper table refers to; every key, value, seed and preset checked here, so
+    that a typo stops with one line instead of leaving every cell n/a."""
+    from fedbench.config import RunConfig, apply_overrides
+    from fedbench.presets import get_preset
     from fedbench.sweep import parse_list
     from fedbench.tables import Selection
 
     seed_list = parse_list(seeds, "--seeds", int)
+    check_seeds(seed_list)
+    if preset:
+        get_preset(preset)
+    overrides = command_line(sets, {})
+    apply_overrides(RunConfig(), overrides)  # each key known, each value valid on its own
+    check_folder(results, "--results")
     return Selection(
         dataset=dataset,
         seeds=tuple(seed_list) if seed_list is not None else None,
         preset=preset,
-        sets=parse_set(sets),
+        sets=overrides,
         results=str(results),
     )
 
@@ -434,7 +481,10 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
     if name is None:
         list_specs(figures=False)
         return
+    if fmt != "rich":
+        check_folder(out, "--out")
     if name == "summary":
+        check_folder(results, "--results")
         _table_summary(results, fmt, out, on_error)
         return
     from rich.console import Console
@@ -540,7 +590,9 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
     if name is None:
         list_specs(figures=True)
         return
-    if name == "curves":
+    if name == "curves":  # --out is a file name without extension
+        check_folder(results, "--results")
+        check_folder(Path(out or "tables/curves").parent, "--out's folder")
         from fedbench.plots import plot_curves
 
         for p in plot_curves(Path(results), Path(out or "tables/curves"), metric):
@@ -550,6 +602,7 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
     from fedbench.plots import plot_spec
     from fedbench.tables import evaluate_table, table_file_name
 
+    check_folder(out, "--out")
     spec = get_table(name, figure=True)
     sel = make_selection(dataset, seeds, preset, sets, results)
     result = evaluate_table(spec, results, sel, on_error=on_error)
@@ -594,7 +647,7 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
     show_default=True,
     help="Runs at once on this machine (each gets cores/jobs threads, its own GPU).",
 )
-@click.option("--threads", type=int, help="torch threads per run (default: cores / jobs).")
+@click.option("--threads", type=THREADS, help="torch threads per run (default: cores / jobs).")
 @click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
@@ -640,7 +693,7 @@ def sweep(
     """
     from rich.console import Console
 
-    from fedbench.config import parse_set
+    from fedbench.config import layer, one_each, parse_set
     from fedbench.sweep import (
         Plan,
         grid_configs,
@@ -657,6 +710,7 @@ def sweep(
     from fedbench.tables import console
 
     executor_obj = make_executor(executor, jobs, threads, address, gpus_per_run, cpus_per_run)
+    check_folder(results, "--results", claims=True)
     unavailable: dict[str, int] = {}
     if table_name:
         if sweep_file or methods or grids or config_file:
@@ -672,15 +726,31 @@ def sweep(
         label = f"{table_name}" + (f" ({dataset})" if dataset else "")
     else:
         kw = load_sweep_file(sweep_file) if sweep_file else {}
-        grid = {**kw.get("grid", {}), **parse_grid(grids)}
+        cli_sets, cli_grid = parse_set(sets), parse_grid(grids)
+        command_line(sets, {"dataset": dataset})
+        # the command line overrides the file; then each field is fixed, varied or listed once
+        grid = layer(kw.get("grid", {}), cli_grid)
+        all_sets = layer(kw.get("sets", {}), cli_sets)
+        seed_list = parse_list(seeds, "--seeds", int) or kw.get("seeds")
+        check_seeds(seed_list)
+        method_list = parse_list(methods, "--methods") or kw.get("methods")
+        given = [
+            (k, v, f"{'--set' if k in cli_sets else '[set]'} {k}={v}") for k, v in all_sets.items()
+        ]
+        given += [(k, v, f"{'--grid' if k in cli_grid else '[grid]'} {k}") for k, v in grid.items()]
+        if seed_list:
+            given.append(("seed", seed_list, "--seeds" if seeds else "the file's seeds"))
+        if method_list:
+            given.append(("method", method_list, "--methods" if methods else "the file's methods"))
+        one_each(given)
         configs = grid_configs(
             preset=preset or kw.get("preset"),
             config_file=config_file or kw.get("config_file"),
-            methods=parse_list(methods, "--methods") or kw.get("methods"),
+            methods=method_list,
             dataset=dataset or kw.get("dataset"),
-            seeds=parse_list(seeds, "--seeds", int) or kw.get("seeds"),
+            seeds=seed_list,
             grid=grid,
-            sets={**kw.get("sets", {}), **parse_set(sets)},
+            sets=all_sets,
             method_grids=kw.get("method_grids"),
         )
         label = "sweep"
@@ -752,7 +822,7 @@ def sweep(
     help="Allowed slow-down of s/round (same device kind only).",
 )
 @click.option("--no-timing", is_flag=True, help="Do not compare s/round.")
-@click.option("--threads", type=int, default=1, show_default=True, help="torch threads.")
+@click.option("--threads", type=THREADS, default=1, show_default=True, help="torch threads.")
 def check(
     quick, only, results, reference, update, acc_tol, rounds_tol, speed_factor, no_timing, threads
 ):
