@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -80,6 +81,22 @@ def check_seeds(seeds) -> None:
 
 
 THREADS = click.IntRange(min=1)
+
+
+class NonNegative(click.FloatRange):
+    """A finite number >= 0 (click's FloatRange lets nan and inf through)."""
+
+    def __init__(self):
+        super().__init__(min=0)
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
+NON_NEGATIVE = NonNegative()
 
 
 def command_line(sets, flags: dict, options: dict | None = None) -> dict:
@@ -656,8 +673,12 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
     help="local: this machine; ray: tasks on a Ray cluster.",
 )
 @click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT.")
-@click.option("--gpus-per-run", type=float, default=0, show_default=True, help="Ray num_gpus.")
-@click.option("--cpus-per-run", type=float, default=1, show_default=True, help="Ray num_cpus.")
+@click.option(
+    "--gpus-per-run", type=NON_NEGATIVE, default=0, show_default=True, help="Ray num_gpus."
+)
+@click.option(
+    "--cpus-per-run", type=NON_NEGATIVE, default=1, show_default=True, help="Ray num_cpus."
+)
 @click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def sweep(
@@ -802,21 +823,21 @@ def sweep(
 @click.option("--update", is_flag=True, help="Write the measured numbers as the new reference.")
 @click.option(
     "--acc-tol",
-    type=float,
+    type=NON_NEGATIVE,
     default=0.02,
     show_default=True,
     help="Allowed absolute change of best/final test accuracy.",
 )
 @click.option(
     "--rounds-tol",
-    type=float,
+    type=NON_NEGATIVE,
     default=0.10,
     show_default=True,
     help="Allowed relative increase of rounds to target (at least one round).",
 )
 @click.option(
     "--speed-factor",
-    type=float,
+    type=NON_NEGATIVE,
     default=3.0,
     show_default=True,
     help="Allowed slow-down of s/round (same device kind only).",

@@ -252,13 +252,13 @@ def _check_paths(cfg: RunConfig) -> None:
     """A given data folder or GloVe file must exist: a typo must not fall back to another copy
     of the data found elsewhere."""
     if cfg.data_dir is not None:
-        d = Path(cfg.data_dir).expanduser()
+        d = Path(cfg.data_dir)
         if not d.is_dir():
             what = "is a file" if d.exists() else "does not exist"
             raise FedbenchError(
                 f"data_dir {cfg.data_dir} {what}; give the folder that holds the dataset"
             )
-    if cfg.glove is not None and not Path(cfg.glove).expanduser().is_file():
+    if cfg.glove is not None and not Path(cfg.glove).is_file():
         raise FedbenchError(f"glove file {cfg.glove} not found; give a GloVe .txt file")
 
 

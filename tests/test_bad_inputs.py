@@ -116,6 +116,10 @@ CLI_CASES = {
     "bool for an int parameter": (["--method", "fedmax", "--set", "k=true"], "k expects int"),
     "text for a float parameter": (["--method", "fedprox", "--set", "mu=abc"], "mu expects float"),
     "bool field": (["--set", "augment=maybe"], "augment expects bool"),
+    "empty number": (["--set", "lr="], "lr expects float"),
+    "none for a number": (["--set", "lr=none"], "lr expects float"),
+    "data_seed huge": (["--set", f"data_seed={2**64}"], "data_seed must be in [0, 4294967295]"),
+    "unknown choice": (["--set", "partition=nosuch"], "unknown partition 'nosuch'; choose one"),
     "unknown method": (["--method", "nosuch"], "unknown method 'nosuch'"),
     # unknown keys
     "unknown key": (["--set", "foo=1"], "unknown key 'foo': not a config field"),
@@ -269,6 +273,8 @@ SWEEP_CASES = {
     "unknown key": (["--set", "foo=1"], "unknown key 'foo'"),
     "nan": (["--set", "lr=nan"], "lr must be a finite number"),
     "threads 0": (["--threads", "0"], "Invalid value for '--threads'"),
+    "jobs 0": (["--jobs", "0"], "--jobs must be >= 1"),
+    "gpus per run nan": (["--gpus-per-run", "nan"], "'nan' is not a finite number"),
     "results a file": (["--results", "{tmp}/afile"], "afile is a file; give a folder"),
     "table: unknown key": (["--table", "tau", "--set", "foo=1"], "unknown key 'foo'"),
     "table: unknown preset": (["--table", "tau", "--preset", "nosuch"], "unknown preset"),
@@ -315,6 +321,8 @@ READ_CASES = {
         "does not exist",
     ),
     "check: threads 0": (["check", "--threads", "0"], "Invalid value for '--threads'"),
+    "check: nan tolerance": (["check", "--acc-tol", "nan"], "'nan' is not a finite number"),
+    "check: negative tolerance": (["check", "--rounds-tol", "-1"], "Invalid value for '--rounds"),
     "no such command": (["nosuch"], "No such command 'nosuch'"),
 }
 
