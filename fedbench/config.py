@@ -213,8 +213,8 @@ class RunConfig:
     def validate_data(self) -> RunConfig:
         """Every field on its own, then the dataset, partition and input-pipeline fields'
         combinations (all `fedbench data` needs)."""
-        for f in fields(self):
-            check_value(f.name, getattr(self, f.name))
+        for name in FIELD_KINDS:
+            check_value(name, getattr(self, name))
         if self.dataset in NATURAL_DATASETS and self.partition != "natural":
             raise FedbenchError(
                 f"dataset {self.dataset} has its own per-device split; use partition=natural"
@@ -352,8 +352,12 @@ TYPE_WORDS = {
 
 def field_kind(name: str) -> tuple[str, bool]:
     """(int | float | bool | str | dict, whether None is allowed) from the field's annotation."""
-    typ = str(FIELD_TYPES[name])
-    return typ.split(" | ")[0].split("[")[0], "None" in typ.split(" | ")
+    return FIELD_KINDS[name]
+
+
+def _kind_of(annotation: str) -> tuple[str, bool]:
+    parts = str(annotation).split(" | ")
+    return parts[0].split("[")[0], "None" in parts
 
 
 def _has_kind(value: Any, kind: str) -> bool:
@@ -388,6 +392,7 @@ def check_value(name: str, value: Any) -> None:
 # ---------------------------------------------------------------- building configs
 
 FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
+FIELD_KINDS = {name: _kind_of(typ) for name, typ in FIELD_TYPES.items()}
 
 
 def _coerce(key: str, raw: Any) -> Any:
