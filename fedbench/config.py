@@ -485,23 +485,21 @@ def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """Set fields by name (or paper alias), each value checked on its own; other keys are method
     parameters (method.NAME, a `method_params` table, or a bare NAME that some method has)."""
     changes: dict[str, Any] = {}
-    mparams = dict(cfg.method_params)
+    params: dict[str, Any] = {}  # method parameters given here
     for key, raw in overrides.items():
         name = ALIASES.get(key, key)
         if name == "method_params":
             if not isinstance(raw, dict):
                 raise FedbenchError(f"method_params expects {TYPE_WORDS['dict']}, got {raw!r}")
-            for k, v in raw.items():
-                mparams[k] = _method_param(k, v)
+            params.update({k: _method_param(k, v) for k, v in raw.items()})
         elif name in FIELD_TYPES:
             changes[name] = _coerce(name, raw)
         else:
-            mparams[canonical_key(name)] = _method_param(canonical_key(name), raw)
+            params[canonical_key(name)] = _method_param(canonical_key(name), raw)
     out = dataclasses.replace(cfg, **changes)
-    if "method" in changes and changes["method"] != cfg.method:
-        # parameters of the old method do not carry over to the new one
-        mparams = {k: v for k, v in mparams.items() if k not in cfg.method_params}
-    out.method_params = mparams
+    # the old method's parameters do not carry over to a new method; those given here do
+    kept = {} if out.method != cfg.method else cfg.method_params
+    out.method_params = {**kept, **params}
     return out
 
 

@@ -466,3 +466,29 @@ def test_old_garbage_claim_is_taken_over(content, tmp_path):
     r, _, _ = run_cli(["train", *TINY], tmp_path)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "results" / cfg.run_id() / "run.json").exists()
+
+
+# ---------------------------------------------------------------- what is not an error
+
+
+def test_a_later_layer_overrides_an_earlier_one(tmp_path):
+    """Preset, then file, then command line: a field in two layers is no conflict."""
+    f = tmp_path / "run.toml"
+    f.write_text("K = 3\nlr = 0.5\n")
+    cfg = build_config("default", str(f), {"clients_per_round": "4"})
+    assert (cfg.clients_per_round, cfg.lr) == (4, 0.5)
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text("[set]\nK = 3\nrounds = 1\n")
+    r, _, _ = run_cli(
+        ["sweep", "--file", sweep, "--set", "clients_per_round=2", "--dry-run"], tmp_path
+    )
+    assert r.exit_code == 0 and "1 runs" in r.output, r.output
+
+
+def test_parameters_given_with_a_new_method_are_kept(tmp_path):
+    """Switching method drops the old method's parameters, not the ones given with the switch."""
+    f = tmp_path / "run.toml"
+    f.write_text('method = "fednova"\n[method_params]\nmu = 0.5\n')
+    cfg = build_config("fedprox-synthetic-1-1", str(f))
+    assert (cfg.method, cfg.method_params) == ("fednova", {"mu": 0.5})
+    assert build_config("fedprox-synthetic-1-1", None, {"method": "fedavg"}).method_params == {}
