@@ -23,14 +23,23 @@ class FedbenchGroup(click.Group):
     or write) into one line, exit 2, and any other failure into one line, exit 1, unless
     --debug asks for the traceback."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:  # the group's own options (fedbench --nosuch)
+            return super().parse_args(ctx, args)
+        except HELP_ERRORS:
+            raise
+        except click.UsageError as e:
+            raise _one_line_usage(e) from None
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except FedbenchError as e:
             raise OneLineError(str(e), 2) from None
+        except HELP_ERRORS:
+            raise
         except click.UsageError as e:
-            where = e.ctx.command_path if e.ctx else "fedbench"
-            raise OneLineError(f"{e.format_message()} (see {where} --help)", 2) from None
+            raise _one_line_usage(e) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except BrokenPipeError:  # output piped into `head` and the like: not an error
@@ -46,6 +55,16 @@ class FedbenchGroup(click.Group):
                 raise OneLineError(f"{e.filename}: {e.strerror or e}", 2) from None
             msg = f"{type(e).__name__}: {e}".strip().splitlines()[0]
             raise OneLineError(f"{msg} (rerun with --debug for the traceback)", 1) from None
+
+
+# a group run without a command prints its help: no mistake to put on one line
+HELP_ERRORS = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def _one_line_usage(e: click.UsageError) -> OneLineError:
+    """click's usage error (usage, hint and error on three lines) as one line."""
+    where = e.ctx.command_path if e.ctx else "fedbench"
+    return OneLineError(f"{e.format_message()} (see {where} --help)", 2)
 
 
 class OneLineError(click.ClickException):

@@ -324,6 +324,7 @@ READ_CASES = {
     "check: nan tolerance": (["check", "--acc-tol", "nan"], "'nan' is not a finite number"),
     "check: negative tolerance": (["check", "--rounds-tol", "-1"], "Invalid value for '--rounds"),
     "no such command": (["nosuch"], "No such command 'nosuch'"),
+    "no such top-level option": (["--bogus", "table"], "No such option '--bogus'"),
 }
 
 
