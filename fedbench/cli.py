@@ -115,7 +115,7 @@ class NonNegative(click.FloatRange):
         return rv
 
 
-NON_NEGATIVE = NonNegative()
+FINITE_NON_NEGATIVE = NonNegative()
 
 
 def command_line(sets, flags: dict, options: dict | None = None) -> dict:
@@ -204,8 +204,14 @@ def train(
     """
     from fedbench.config import build_config
 
-    flags = {"method": method, "rounds": rounds, "seed": seed, "data_dir": data_dir}
-    overrides = command_line(sets, {**flags, "device": device})
+    flags = {
+        "method": method,
+        "rounds": rounds,
+        "seed": seed,
+        "data_dir": data_dir,
+        "device": device,
+    }
+    overrides = command_line(sets, flags)
     cfg = build_config(preset, config_file, overrides)
     check_folder(results, "--results", claims=True)
     if threads:
@@ -638,7 +644,7 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
     from fedbench.plots import plot_spec
     from fedbench.tables import evaluate_table, table_file_name
 
-    check_folder(out, "--out")
+    check_folder(out or "tables", "--out")
     spec = get_table(name, figure=True)
     sel = make_selection(dataset, seeds, preset, sets, results)
     result = evaluate_table(spec, results, sel, on_error=on_error)
@@ -693,10 +699,10 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error):
 )
 @click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT.")
 @click.option(
-    "--gpus-per-run", type=NON_NEGATIVE, default=0, show_default=True, help="Ray num_gpus."
+    "--gpus-per-run", type=FINITE_NON_NEGATIVE, default=0, show_default=True, help="Ray num_gpus."
 )
 @click.option(
-    "--cpus-per-run", type=NON_NEGATIVE, default=1, show_default=True, help="Ray num_cpus."
+    "--cpus-per-run", type=FINITE_NON_NEGATIVE, default=1, show_default=True, help="Ray num_cpus."
 )
 @click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
@@ -733,14 +739,11 @@ def sweep(
     """
     from rich.console import Console
 
-    from fedbench.config import layer, one_each, parse_set
     from fedbench.sweep import (
         Plan,
         grid_configs,
         load_sweep_file,
         make_executor,
-        parse_grid,
-        parse_list,
         plan_sweep,
         run_sweep,
         summary_line,
@@ -766,32 +769,11 @@ def sweep(
         label = f"{table_name}" + (f" ({dataset})" if dataset else "")
     else:
         kw = load_sweep_file(sweep_file) if sweep_file else {}
-        cli_sets, cli_grid = parse_set(sets), parse_grid(grids)
-        command_line(sets, {"dataset": dataset})
-        # the command line overrides the file; then each field is fixed, varied or listed once
-        grid = layer(kw.get("grid", {}), cli_grid)
-        all_sets = layer(kw.get("sets", {}), cli_sets)
-        seed_list = parse_list(seeds, "--seeds", int) or kw.get("seeds")
-        check_seeds(seed_list)
-        method_list = parse_list(methods, "--methods") or kw.get("methods")
-        given = [
-            (k, v, f"{'--set' if k in cli_sets else '[set]'} {k}={v}") for k, v in all_sets.items()
-        ]
-        given += [(k, v, f"{'--grid' if k in cli_grid else '[grid]'} {k}") for k, v in grid.items()]
-        if seed_list:
-            given.append(("seed", seed_list, "--seeds" if seeds else "the file's seeds"))
-        if method_list:
-            given.append(("method", method_list, "--methods" if methods else "the file's methods"))
-        one_each(given)
+        grid_args = sweep_grid_args(kw, sets, grids, dataset, seeds, methods)
         configs = grid_configs(
             preset=preset or kw.get("preset"),
             config_file=config_file or kw.get("config_file"),
-            methods=method_list,
-            dataset=dataset or kw.get("dataset"),
-            seeds=seed_list,
-            grid=grid,
-            sets=all_sets,
-            method_grids=kw.get("method_grids"),
+            **grid_args,
         )
         label = "sweep"
     plan: Plan = plan_sweep(configs, Path(results))
@@ -827,6 +809,39 @@ def sweep(
         )
 
 
+def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
+    """grid_configs' methods, dataset, seeds, grid, sets and method grids from a sweep file's
+    values (kw) and the command line, which overrides them; then each field is fixed
+    (--set, [set]), varied (--grid, [grid]) or listed (seeds, methods) once."""
+    from fedbench.config import layer, one_each, parse_set
+    from fedbench.sweep import parse_grid, parse_list
+
+    cli_sets, cli_grid = parse_set(sets), parse_grid(grids)
+    command_line(sets, {"dataset": dataset})
+    grid = layer(kw.get("grid", {}), cli_grid)
+    all_sets = layer(kw.get("sets", {}), cli_sets)
+    seed_list = parse_list(seeds, "--seeds", int) or kw.get("seeds")
+    check_seeds(seed_list)
+    method_list = parse_list(methods, "--methods") or kw.get("methods")
+    given = [
+        (k, v, f"{'--set' if k in cli_sets else '[set]'} {k}={v}") for k, v in all_sets.items()
+    ]
+    given += [(k, v, f"{'--grid' if k in cli_grid else '[grid]'} {k}") for k, v in grid.items()]
+    if seed_list:
+        given.append(("seed", seed_list, "--seeds" if seeds else "the file's seeds"))
+    if method_list:
+        given.append(("method", method_list, "--methods" if methods else "the file's methods"))
+    one_each(given)
+    return {
+        "methods": method_list,
+        "dataset": dataset or kw.get("dataset"),
+        "seeds": seed_list,
+        "grid": grid,
+        "sets": all_sets,
+        "method_grids": kw.get("method_grids"),
+    }
+
+
 # ---------------------------------------------------------------- check
 
 
@@ -842,21 +857,21 @@ def sweep(
 @click.option("--update", is_flag=True, help="Write the measured numbers as the new reference.")
 @click.option(
     "--acc-tol",
-    type=NON_NEGATIVE,
+    type=FINITE_NON_NEGATIVE,
     default=0.02,
     show_default=True,
     help="Allowed absolute change of best/final test accuracy.",
 )
 @click.option(
     "--rounds-tol",
-    type=NON_NEGATIVE,
+    type=FINITE_NON_NEGATIVE,
     default=0.10,
     show_default=True,
     help="Allowed relative increase of rounds to target (at least one round).",
 )
 @click.option(
     "--speed-factor",
-    type=NON_NEGATIVE,
+    type=FINITE_NON_NEGATIVE,
     default=3.0,
     show_default=True,
     help="Allowed slow-down of s/round (same device kind only).",
