@@ -24,6 +24,7 @@ from fedbench.errors import FedbenchError
 CLAIMS_DIR = ".claims"
 HEARTBEAT_SECONDS = 30.0
 REMOTE_STALE_SECONDS = 600.0  # a claim from another host without a heartbeat for this long
+UNREADABLE_STALE_SECONDS = 5.0  # a lock file without a claimant in it, older than this
 
 
 class RunBusy(FedbenchError):
@@ -79,12 +80,20 @@ class RunClaim:
 
     # ---- inspecting ----
     def holder(self) -> dict | None:
+        """The claimant's record; {} for a lock file that is not one (half-written by a
+        claimant killed mid-write, or garbage): is_stale judges it by its age."""
         try:
-            return json.loads(self.path.read_text())
+            info = json.loads(self.path.read_bytes())
         except FileNotFoundError:
             return None
         except (ValueError, OSError):
-            return {}  # half-written by a claimant killed mid-write: judged by age below
+            return {}
+        if not isinstance(info, dict):
+            return {}
+        pid, host = info.get("pid"), info.get("host")
+        if not (type(pid) is int and 0 < pid < 2**31 and isinstance(host, str)):
+            return {}
+        return info
 
     def is_stale(self, info: dict | None) -> bool:
         if info is None:
@@ -94,7 +103,7 @@ class RunClaim:
         except FileNotFoundError:
             return True
         if not info:
-            return age > 5.0
+            return age > UNREADABLE_STALE_SECONDS
         if info.get("host") != platform.node():
             return age > REMOTE_STALE_SECONDS
         pid = int(info.get("pid", -1))
@@ -154,7 +163,13 @@ class RunClaim:
 
     def busy_message(self) -> str:
         info = self.holder() or {}
-        who = f"pid {info.get('pid', '?')} on {info.get('host', '?')}"
+        if not info:
+            return (
+                f"run {self.run_id}: its claim file {self.path} holds no claimant (being "
+                f"written, or garbage); it is taken over after {UNREADABLE_STALE_SECONDS:g} s, "
+                "or delete it"
+            )
+        who = f"pid {info['pid']} on {info['host']}"
         return (
             f"run {self.run_id} is being run by {who} (claim {self.path}); "
             "wait for it, or delete the claim file if that process is gone"

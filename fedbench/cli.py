@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -18,14 +19,27 @@ def escape(text: str) -> str:
 
 
 class FedbenchGroup(click.Group):
-    """Turns every user mistake into one line (exit 2) and any other failure into one line
-    (exit 1) unless --debug asks for the traceback."""
+    """Turns every user mistake (a FedbenchError, a bad option, a file the system cannot read
+    or write) into one line, exit 2, and any other failure into one line, exit 1, unless
+    --debug asks for the traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:  # the group's own options (fedbench --nosuch)
+            return super().parse_args(ctx, args)
+        except HELP_ERRORS:
+            raise
+        except click.UsageError as e:
+            raise _one_line_usage(e) from None
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except FedbenchError as e:
             raise OneLineError(str(e), 2) from None
+        except HELP_ERRORS:
+            raise
+        except click.UsageError as e:
+            raise _one_line_usage(e) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except BrokenPipeError:  # output piped into `head` and the like: not an error
@@ -37,14 +51,85 @@ class FedbenchGroup(click.Group):
         except Exception as e:
             if (ctx.obj or {}).get("debug"):
                 raise
-            msg = f"{type(e).__name__}: {e}".splitlines()[0]
+            if isinstance(e, OSError) and e.filename:  # the system refused one of the user's files
+                raise OneLineError(f"{e.filename}: {e.strerror or e}", 2) from None
+            msg = f"{type(e).__name__}: {e}".strip().splitlines()[0]
             raise OneLineError(f"{msg} (rerun with --debug for the traceback)", 1) from None
+
+
+# a group run without a command prints its help: no mistake to put on one line
+HELP_ERRORS = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def _one_line_usage(e: click.UsageError) -> OneLineError:
+    """click's usage error (usage, hint and error on three lines) as one line."""
+    where = e.ctx.command_path if e.ctx else "fedbench"
+    return OneLineError(f"{e.format_message()} (see {where} --help)", 2)
 
 
 class OneLineError(click.ClickException):
     def __init__(self, message: str, code: int):
-        super().__init__(message)
+        super().__init__(" ".join(str(message).splitlines()))  # one line, whatever it holds
         self.exit_code = code
+
+
+def check_folder(path: str | Path | None, option: str, claims: bool = False) -> None:
+    """A folder option (made if missing): neither it nor a folder above it may be a file;
+    with claims, its .claims folder (run claims) must not be a file either."""
+    if path is None:
+        return
+    p = Path(path)
+    for q in (p, *p.parents):
+        if q.exists() and not q.is_dir():
+            above = "" if q == p else f" (it is inside {q})"
+            raise FedbenchError(
+                f"{option} {path} cannot be a folder: {q} is a file{above}; give a folder"
+            )
+    claims_dir = p / ".claims"
+    if claims and claims_dir.exists() and not claims_dir.is_dir():
+        raise FedbenchError(
+            f"{claims_dir} is a file; fedbench keeps run claims in that folder: move the file away"
+        )
+
+
+def check_seeds(seeds) -> None:
+    from fedbench.config import check_value
+
+    for s in seeds or ():
+        check_value("seed", s)
+
+
+THREADS = click.IntRange(min=1)
+
+
+class NonNegative(click.FloatRange):
+    """A finite number >= 0 (click's FloatRange lets nan and inf through)."""
+
+    def __init__(self):
+        super().__init__(min=0)
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
+FINITE_NON_NEGATIVE = NonNegative()
+
+
+def command_line(sets, flags: dict, options: dict | None = None) -> dict:
+    """--set items and the fields that flags (--rounds, --seed, ...) set, as one source: a
+    field given twice on the command line, even with one value, is an error (one_each).
+    options: a field's flag where it is not --FIELD (e.g. seed: --seeds)."""
+    from fedbench.config import one_each, parse_set
+
+    items = [(k, v, f"--set {k}={v}") for k, v in parse_set(sets).items()]
+    for key, val in flags.items():
+        if val is not None:
+            flag = (options or {}).get(key, f"--{key.replace('_', '-')}")
+            items.append((key, str(val), f"{flag} {val}"))
+    return one_each(items)
 
 
 @click.group(cls=FedbenchGroup)
@@ -90,7 +175,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--results", default="results", show_default=True, type=click.Path())
 @click.option("--overwrite", is_flag=True, help="Run again even if this config already ran.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--threads", type=int, help="torch CPU threads (default: torch's choice).")
+@click.option("--threads", type=THREADS, help="torch CPU threads (default: torch's choice).")
 def train(
     preset,
     config_file,
@@ -117,19 +202,18 @@ def train(
       fedbench train --preset fedprox-synthetic --method fedprox --set mu=1 --set s=0.9
       fedbench train --config my_run.toml --set lr=0.03
     """
-    from fedbench.config import build_config, parse_set
+    from fedbench.config import build_config
 
-    overrides = parse_set(sets)
-    for key, val in (
-        ("method", method),
-        ("rounds", rounds),
-        ("seed", seed),
-        ("data_dir", data_dir),
-        ("device", device),
-    ):
-        if val is not None:
-            overrides[key] = str(val)
+    flags = {
+        "method": method,
+        "rounds": rounds,
+        "seed": seed,
+        "data_dir": data_dir,
+        "device": device,
+    }
+    overrides = command_line(sets, flags)
     cfg = build_config(preset, config_file, overrides)
+    check_folder(results, "--results", claims=True)
     if threads:
         import torch
 
@@ -287,16 +371,12 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
     """
     import pandas as pd
 
-    from fedbench.config import apply_overrides, parse_set
+    from fedbench.config import apply_overrides
     from fedbench.data import load_arrays, split_stats
+    from fedbench.presets import get_preset
     from fedbench.tables import console, rich_table
 
-    overrides = parse_set(sets)
-    if dataset:
-        overrides["dataset"] = dataset
-    if data_dir:
-        overrides["data_dir"] = data_dir
-    from fedbench.presets import get_preset
+    overrides = command_line(sets, {"dataset": dataset, "data_dir": data_dir})
 
     cfg = apply_overrides(get_preset(preset or "default"), overrides).validate_data()
     _, train_y, _, test_y, parts, num_classes, info, _ = load_arrays(cfg)
@@ -398,16 +478,25 @@ def selection_options(f):
 
 
 def make_selection(dataset, seeds, preset, sets, results):
-    from fedbench.config import parse_set
+    """The runs a paper table refers to; every key, value, seed and preset checked here, so
+    that a typo stops with one line instead of leaving every cell n/a."""
+    from fedbench.config import RunConfig, apply_overrides
+    from fedbench.presets import get_preset
     from fedbench.sweep import parse_list
     from fedbench.tables import Selection
 
     seed_list = parse_list(seeds, "--seeds", int)
+    check_seeds(seed_list)
+    if preset:
+        get_preset(preset)
+    overrides = command_line(sets, {})
+    apply_overrides(RunConfig(), overrides)  # each key known, each value valid on its own
+    check_folder(results, "--results")
     return Selection(
         dataset=dataset,
         seeds=tuple(seed_list) if seed_list is not None else None,
         preset=preset,
-        sets=parse_set(sets),
+        sets=overrides,
         results=str(results),
     )
 
@@ -508,7 +597,10 @@ def table(
     if name is None:
         list_specs(figures=False)
         return
+    if fmt != "rich":
+        check_folder(out, "--out")
     if name == "summary":
+        check_folder(results, "--results")
         _table_summary(results, fmt, out, on_error, strict)
         return
     from rich.console import Console
@@ -629,7 +721,9 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     if name is None:
         list_specs(figures=True)
         return
-    if name == "curves":
+    if name == "curves":  # --out is a file name without extension
+        check_folder(results, "--results")
+        check_folder(Path(out or "tables/curves").parent, "--out's folder")
         from fedbench.plots import plot_curves
 
         paths, notes = plot_curves(
@@ -644,6 +738,7 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     from fedbench.plots import plot_spec
     from fedbench.tables import evaluate_table, table_file_name
 
+    check_folder(out or "tables", "--out")
     spec = get_table(name, figure=True)
     sel = make_selection(dataset, seeds, preset, sets, results)
     sel, fit_line = apply_calibration(spec, sel, calibrated)
@@ -694,7 +789,7 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     show_default=True,
     help="Runs at once on this machine (each gets cores/jobs threads, its own GPU).",
 )
-@click.option("--threads", type=int, help="torch threads per run (default: cores / jobs).")
+@click.option("--threads", type=THREADS, help="torch threads per run (default: cores / jobs).")
 @click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
@@ -703,8 +798,12 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     help="local: this machine; ray: tasks on a Ray cluster.",
 )
 @click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT.")
-@click.option("--gpus-per-run", type=float, default=0, show_default=True, help="Ray num_gpus.")
-@click.option("--cpus-per-run", type=float, default=1, show_default=True, help="Ray num_cpus.")
+@click.option(
+    "--gpus-per-run", type=FINITE_NON_NEGATIVE, default=0, show_default=True, help="Ray num_gpus."
+)
+@click.option(
+    "--cpus-per-run", type=FINITE_NON_NEGATIVE, default=1, show_default=True, help="Ray num_cpus."
+)
 @click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option(
@@ -756,14 +855,11 @@ def sweep(
     """
     from rich.console import Console
 
-    from fedbench.config import parse_set
     from fedbench.sweep import (
         Plan,
         grid_configs,
         load_sweep_file,
         make_executor,
-        parse_grid,
-        parse_list,
         plan_sweep,
         run_sweep,
         summary_line,
@@ -773,6 +869,7 @@ def sweep(
     from fedbench.tables import console
 
     executor_obj = make_executor(executor, jobs, threads, address, gpus_per_run, cpus_per_run)
+    check_folder(results, "--results", claims=True)
     unavailable: dict[str, int] = {}
     if table_name:
         if sweep_file or methods or grids or config_file:
@@ -793,16 +890,11 @@ def sweep(
         if calibrated:
             raise FedbenchError("--calibrated goes with --table (the fit belongs to a table)")
         kw = load_sweep_file(sweep_file) if sweep_file else {}
-        grid = {**kw.get("grid", {}), **parse_grid(grids)}
+        grid_args = sweep_grid_args(kw, sets, grids, dataset, seeds, methods)
         configs = grid_configs(
             preset=preset or kw.get("preset"),
             config_file=config_file or kw.get("config_file"),
-            methods=parse_list(methods, "--methods") or kw.get("methods"),
-            dataset=dataset or kw.get("dataset"),
-            seeds=parse_list(seeds, "--seeds", int) or kw.get("seeds"),
-            grid=grid,
-            sets={**kw.get("sets", {}), **parse_set(sets)},
-            method_grids=kw.get("method_grids"),
+            **grid_args,
         )
         label = "sweep"
     plan: Plan = plan_sweep(configs, Path(results), on_error=on_error, strict=strict)
@@ -840,6 +932,39 @@ def sweep(
             "(recorded in its run.json; the next sweep retries it)",
             1,
         )
+
+
+def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
+    """grid_configs' methods, dataset, seeds, grid, sets and method grids from a sweep file's
+    values (kw) and the command line, which overrides them; then each field is fixed
+    (--set, [set]), varied (--grid, [grid]) or listed (seeds, methods) once."""
+    from fedbench.config import layer, one_each, parse_set
+    from fedbench.sweep import parse_grid, parse_list
+
+    cli_sets, cli_grid = parse_set(sets), parse_grid(grids)
+    command_line(sets, {"dataset": dataset})
+    grid = layer(kw.get("grid", {}), cli_grid)
+    all_sets = layer(kw.get("sets", {}), cli_sets)
+    seed_list = parse_list(seeds, "--seeds", int) or kw.get("seeds")
+    check_seeds(seed_list)
+    method_list = parse_list(methods, "--methods") or kw.get("methods")
+    given = [
+        (k, v, f"{'--set' if k in cli_sets else '[set]'} {k}={v}") for k, v in all_sets.items()
+    ]
+    given += [(k, v, f"{'--grid' if k in cli_grid else '[grid]'} {k}") for k, v in grid.items()]
+    if seed_list:
+        given.append(("seed", seed_list, "--seeds" if seeds else "the file's seeds"))
+    if method_list:
+        given.append(("method", method_list, "--methods" if methods else "the file's methods"))
+    one_each(given)
+    return {
+        "methods": method_list,
+        "dataset": dataset or kw.get("dataset"),
+        "seeds": seed_list,
+        "grid": grid,
+        "sets": all_sets,
+        "method_grids": kw.get("method_grids"),
+    }
 
 
 # ---------------------------------------------------------------- calibrate
@@ -954,27 +1079,27 @@ def calibrate(
 @click.option("--update", is_flag=True, help="Write the measured numbers as the new reference.")
 @click.option(
     "--acc-tol",
-    type=float,
+    type=FINITE_NON_NEGATIVE,
     default=0.02,
     show_default=True,
     help="Allowed absolute change of best/final test accuracy.",
 )
 @click.option(
     "--rounds-tol",
-    type=float,
+    type=FINITE_NON_NEGATIVE,
     default=0.10,
     show_default=True,
     help="Allowed relative increase of rounds to target (at least one round).",
 )
 @click.option(
     "--speed-factor",
-    type=float,
+    type=FINITE_NON_NEGATIVE,
     default=3.0,
     show_default=True,
     help="Allowed slow-down of s/round (same device kind only).",
 )
 @click.option("--no-timing", is_flag=True, help="Do not compare s/round.")
-@click.option("--threads", type=int, default=1, show_default=True, help="torch threads.")
+@click.option("--threads", type=THREADS, default=1, show_default=True, help="torch threads.")
 def check(
     quick, only, results, reference, update, acc_tol, rounds_tol, speed_factor, no_timing, threads
 ):

@@ -7,7 +7,9 @@ one-line message naming the field and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -174,44 +176,15 @@ class RunConfig:
 
     # ---- validation ----
     def validate(self) -> RunConfig:
+        """Every field (type, finiteness, range, choices), then the fields' combinations and the
+        method's parameters; the first problem raises a one-line FedbenchError."""
         self.validate_data()
-        _one_of("model", self.model, MODELS)
-        _one_of("init", self.init, ("default", "zeros"))
-        _one_of("norm", self.norm, NORMS)
-        _one_of("hetero", self.hetero, HETERO)
-        _one_of("straggler_epochs", self.straggler_epochs, STRAGGLER_EPOCHS)
-        _one_of("straggler_policy", self.straggler_policy, STRAGGLER_POLICIES)
-        _one_of("aggregation", self.aggregation, AGGREGATIONS)
-        _one_of("dtype", self.dtype, DTYPES)
-        _at_least("clients_per_round", self.clients_per_round, 1)
         if self.clients_per_round > self.num_clients:
             raise FedbenchError(
                 f"clients_per_round (K) = {self.clients_per_round} exceeds num_clients (N) = "
                 f"{self.num_clients}; choose K <= N"
             )
-        _at_least("local_epochs", self.local_epochs, 1)
-        if self.local_steps is not None:
-            _at_least("local_steps", self.local_steps, 1)
-        _at_least("batch_size", self.batch_size, 1)
-        _at_least("rounds", self.rounds, 1)
-        _at_least("eval_every", self.eval_every, 1)
-        _at_least("hidden", self.hidden, 1)
-        _positive("lr", self.lr)
-        _positive("lr_decay", self.lr_decay)
-        _in_unit("rho", self.rho)
-        _in_unit("stragglers", self.stragglers)
-        _in_unit("momentum", self.momentum, closed_right=False)
-        _positive("server_lr", self.server_lr)
-        _in_unit("server_momentum", self.server_momentum, closed_right=False)
-        if self.weight_decay < 0:
-            raise FedbenchError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if self.grad_clip is not None:
-            _positive("grad_clip", self.grad_clip)
-        if self.syn_alpha < 0 or self.syn_beta < 0:
-            raise FedbenchError("syn_alpha and syn_beta are standard deviations and must be >= 0")
-        if self.target_acc is not None:
-            _in_unit("target_acc", self.target_acc)
-        elif self.stop_at_target:
+        if self.stop_at_target and self.target_acc is None:
             raise FedbenchError("stop_at_target needs target_acc; set target_acc=0.65 (say)")
         if self.hetero == "fedlga":
             e = self.work_units
@@ -237,13 +210,10 @@ class RunConfig:
         return self
 
     def validate_data(self) -> RunConfig:
-        """The dataset, partition and input-pipeline fields (all `fedbench data` needs)."""
-        _one_of("dataset", self.dataset, DATASETS)
-        _one_of("partition", self.partition, PARTITIONS)
-        _one_of("normalize", self.normalize, NORMALIZE)
-        _at_least("num_clients", self.num_clients, 1)
-        _at_least("classes_per_client", self.classes_per_client, 1)
-        _positive("dirichlet_alpha", self.dirichlet_alpha)
+        """Every field on its own, then the dataset, partition and input-pipeline fields'
+        combinations (all `fedbench data` needs)."""
+        for name in FIELD_KINDS:
+            check_value(name, getattr(self, name))
         if self.dataset in NATURAL_DATASETS and self.partition != "natural":
             raise FedbenchError(
                 f"dataset {self.dataset} has its own per-device split; use partition=natural"
@@ -253,25 +223,16 @@ class RunConfig:
             raise FedbenchError(
                 f"dataset {self.dataset} has no natural split; use partition={others}"
             )
-        if self.partition == "imbalance" and self.xi < 1:
-            raise FedbenchError(f"xi (large/small size ratio) must be >= 1, got {self.xi}")
-        _positive("powerlaw_sigma", self.powerlaw_sigma)
-        _at_least("num_shards", self.num_shards, 1)
         if self.partition == "shards" and self.num_shards < self.num_clients:
             raise FedbenchError(
                 f"num_shards = {self.num_shards} < num_clients (N) = {self.num_clients}; "
                 "every device needs a shard"
             )
-        if self.dataset == "quadratic":
-            if self.quad_group not in (1, 2, 3, 4):
-                raise FedbenchError(f"quad_group must be 1, 2, 3 or 4, got {self.quad_group}")
-            if self.num_clients != 2 or self.model != "quadratic":
-                raise FedbenchError(
-                    "dataset quadratic has M = 2 devices and model quadratic; "
-                    "set N=2 and model=quadratic"
-                )
-        if self.resize is not None:
-            _at_least("resize", self.resize, 1)
+        if self.dataset == "quadratic" and (self.num_clients != 2 or self.model != "quadratic"):
+            raise FedbenchError(
+                "dataset quadratic has M = 2 devices and model quadratic; "
+                "set N=2 and model=quadratic"
+            )
         images = ("cifar10", "cifar100", "cinic10")
         if (self.augment or self.resize) and self.dataset not in images:
             raise FedbenchError(
@@ -282,60 +243,187 @@ class RunConfig:
             raise FedbenchError("glove (GloVe vectors) applies to dataset=sent140 only")
         if self.coarse_labels and self.dataset != "cifar100":
             raise FedbenchError("coarse_labels applies to dataset=cifar100 only")
+        _check_paths(self)
         return self
 
 
-def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise FedbenchError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+def _check_paths(cfg: RunConfig) -> None:
+    """A given data folder or GloVe file must exist: a typo must not fall back to another copy
+    of the data found elsewhere."""
+    if cfg.data_dir is not None:
+        d = Path(cfg.data_dir)
+        if not d.is_dir():
+            what = "is a file" if d.exists() else "does not exist"
+            raise FedbenchError(
+                f"data_dir {cfg.data_dir} {what}; give the folder that holds the dataset"
+            )
+    if cfg.glove is not None and not Path(cfg.glove).is_file():
+        raise FedbenchError(f"glove file {cfg.glove} not found; give a GloVe .txt file")
 
 
-def _at_least(name: str, value: int, low: int) -> None:
-    if not isinstance(value, int) or value < low:
-        raise FedbenchError(f"{name} must be an integer >= {low}, got {value!r}")
+# ---------------------------------------------------------------- checking one field
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise FedbenchError(f"{name} must be > 0, got {value!r}")
+@dataclass(frozen=True)
+class Range:
+    """An interval of allowed numbers; open ends exclude their bound."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, v: float) -> bool:
+        if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
+            return False
+        return self.high is None or (v < self.high or (not self.high_open and v == self.high))
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"in {left}{self.low:g}, {self.high:.15g}{right}"
 
 
-def _in_unit(name: str, value: float, closed_right: bool = True) -> None:
-    ok = 0 <= value <= 1 if closed_right else 0 <= value < 1
-    if not ok:
-        interval = "[0, 1]" if closed_right else "[0, 1)"
-        raise FedbenchError(f"{name} must be in {interval}, got {value!r}")
+MAX_COUNT = 2**31 - 1  # sizes and counts: larger ones only overflow somewhere
+MAX_SEED = 2**32 - 1  # numpy's RandomState (the Synthetic data) takes seeds below 2**32
+POSITIVE = Range(0, low_open=True)
+NON_NEGATIVE = Range(0)
+UNIT = Range(0, 1)
+COUNT = Range(1, MAX_COUNT)
+SEED = Range(0, MAX_SEED)
+
+# Allowed values of every number field (a test checks that none is missing); non-finite floats
+# are refused for every field.
+BOUNDS: dict[str, Range] = {
+    "syn_alpha": NON_NEGATIVE,  # standard deviations
+    "syn_beta": NON_NEGATIVE,
+    "classes_per_client": COUNT,
+    "dirichlet_alpha": POSITIVE,
+    "xi": Range(1),  # |X_large| / |X_small|
+    "powerlaw_sigma": POSITIVE,
+    "num_shards": COUNT,
+    "quad_group": Range(1, 4),
+    "quad_b_scale": POSITIVE,
+    "resize": COUNT,
+    "data_seed": SEED,
+    "hidden": COUNT,
+    "num_clients": COUNT,
+    "clients_per_round": COUNT,
+    "local_epochs": COUNT,
+    "local_steps": COUNT,
+    "batch_size": COUNT,
+    "lr": POSITIVE,
+    "lr_decay": POSITIVE,
+    "momentum": Range(0, 1, high_open=True),
+    "server_lr": POSITIVE,
+    "server_momentum": Range(0, 1, high_open=True),
+    "weight_decay": NON_NEGATIVE,
+    "grad_clip": POSITIVE,
+    "rounds": COUNT,
+    "seed": SEED,
+    "rho": UNIT,
+    "tau_max": COUNT,
+    "stragglers": UNIT,
+    "target_acc": UNIT,
+    "eval_every": COUNT,
+}
+# Allowed values of the text fields that name one of a few things.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "dataset": DATASETS,
+    "partition": PARTITIONS,
+    "normalize": NORMALIZE,
+    "model": MODELS,
+    "init": ("default", "zeros"),
+    "norm": NORMS,
+    "hetero": HETERO,
+    "straggler_epochs": STRAGGLER_EPOCHS,
+    "straggler_policy": STRAGGLER_POLICIES,
+    "aggregation": AGGREGATIONS,
+    "dtype": DTYPES,
+}
+TYPE_WORDS = {
+    "int": "int (a whole number)",
+    "float": "float (a number)",
+    "bool": "bool (true or false)",
+    "str": "str (text)",
+    "dict": "a table of method parameters",
+}
+
+
+def field_kind(name: str) -> tuple[str, bool]:
+    """(int | float | bool | str | dict, whether None is allowed) from the field's annotation."""
+    return FIELD_KINDS[name]
+
+
+def _kind_of(annotation: str) -> tuple[str, bool]:
+    parts = str(annotation).split(" | ")
+    return parts[0].split("[")[0], "None" in parts
+
+
+def _has_kind(value: Any, kind: str) -> bool:
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"bool": bool, "str": str, "dict": dict}[kind])
+
+
+def check_value(name: str, value: Any) -> None:
+    """One field's value on its own: its type, finiteness, range and choices."""
+    kind, optional = field_kind(name)
+    if value is None:
+        if optional:
+            return
+        raise FedbenchError(f"{name} expects {TYPE_WORDS[kind]}, got none")
+    if not _has_kind(value, kind):
+        raise FedbenchError(f"{name} expects {TYPE_WORDS[kind]}, got {value!r}")
+    if kind == "float" and not math.isfinite(value):
+        raise FedbenchError(f"{name} must be a finite number, got {value!r}")
+    if name in BOUNDS and value not in BOUNDS[name]:
+        raise FedbenchError(f"{name} must be {BOUNDS[name]}, got {value!r}")
+    if name in CHOICES and value not in CHOICES[name]:
+        raise FedbenchError(f"unknown {name} {value!r}; choose one of: {', '.join(CHOICES[name])}")
+    if name == "method":
+        from fedbench.methods import method_class
+
+        method_class(value)  # one line naming the methods there are
 
 
 # ---------------------------------------------------------------- building configs
 
 FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
+FIELD_KINDS = {name: _kind_of(typ) for name, typ in FIELD_TYPES.items()}
 
 
 def _coerce(key: str, raw: Any) -> Any:
-    """Turn a CLI string (or TOML value) into the field's type."""
-    typ = str(FIELD_TYPES[key])
-    if not isinstance(raw, str):
-        if "float" in typ and isinstance(raw, int) and not isinstance(raw, bool):
-            return float(raw)
-        return raw
+    """A CLI string or TOML value -> the field's type, checked on its own (check_value)."""
+    kind, optional = field_kind(key)
+    value = _parse_field(key, kind, optional, raw) if isinstance(raw, str) else raw
+    if kind == "float" and _has_kind(value, "int"):
+        value = float(value)
+    check_value(key, value)
+    return value
+
+
+def _parse_field(key: str, kind: str, optional: bool, raw: str) -> Any:
     text = raw.strip()
-    if "| None" in typ and text.lower() in ("none", "null", ""):
+    if optional and text.lower() in ("none", "null", ""):
         return None
     try:
-        if typ.startswith("bool"):
+        if kind == "bool":
             if text.lower() in ("1", "true", "yes", "on"):
                 return True
             if text.lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError
-        if typ.startswith("int"):
+        if kind == "int":
             return int(text)
-        if typ.startswith("float"):
+        if kind == "float":
             return float(text)
     except ValueError:
-        raise FedbenchError(f"{key} expects {typ.split(' ')[0]}, got {raw!r}") from None
-    return text
+        raise FedbenchError(f"{key} expects {TYPE_WORDS[kind]}, got {raw!r}") from None
+    return text if kind == "str" else raw
 
 
 def _parse_value(text: str) -> Any:
@@ -351,57 +439,114 @@ def _parse_value(text: str) -> Any:
     return text.strip()
 
 
+def canonical_key(key: str) -> str:
+    """The field or method parameter a key names: paper aliases resolved, `method.` dropped."""
+    name = ALIASES.get(key, key)
+    return name[len("method.") :] if name.startswith("method.") else name
+
+
+def one_each(items: Iterable[tuple[str, Any, str]]) -> dict[str, Any]:
+    """(key, value, how it was given) of one source (the command line, one TOML file) ->
+    {key: value}. A field or method parameter given twice there, under any of its names, is an
+    error even when the values agree: which one counts is never guessed."""
+    out: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for key, value, how in items:
+        name = canonical_key(key)
+        if name in seen:
+            raise FedbenchError(f"{name} is given twice ({seen[name]} and {how}); give it once")
+        seen[name] = how
+        out[key] = value
+    return out
+
+
+def layer(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
+    """Two sources' key=values, the upper one (e.g. the command line over a file) replacing
+    the lower one's value of the same field under any of its names."""
+    names = {canonical_key(k) for k in upper}
+    return {**{k: v for k, v in lower.items() if canonical_key(k) not in names}, **upper}
+
+
+def _method_param(key: str, raw: Any) -> Any:
+    """A method parameter's value, checked on its own; the key must be a parameter of some
+    method (validate() checks it against the run's method, which may be set later)."""
+    from fedbench.methods import METHODS, check_param_value
+
+    if not any(key in {f.name for f in fields(m.Params)} for m in METHODS.values()):
+        raise FedbenchError(
+            f"unknown key {key!r}: not a config field (see README) nor a parameter of any "
+            "method (see fedbench methods)"
+        )
+    value = _parse_value(raw) if isinstance(raw, str) else raw
+    check_param_value(key, value)
+    return value
+
+
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """Set fields by name (or paper alias); keys that are no field go to the method's params."""
+    """Set fields by name (or paper alias), each value checked on its own; other keys are method
+    parameters (method.NAME, a `method_params` table, or a bare NAME that some method has)."""
     changes: dict[str, Any] = {}
-    mparams = dict(cfg.method_params)
+    params: dict[str, Any] = {}  # method parameters given here
     for key, raw in overrides.items():
         name = ALIASES.get(key, key)
-        if name.startswith("method."):
-            mparams[name[len("method.") :]] = _parse_value(raw) if isinstance(raw, str) else raw
-        elif name == "method_params":
-            mparams.update(raw)
+        if name == "method_params":
+            if not isinstance(raw, dict):
+                raise FedbenchError(f"method_params expects {TYPE_WORDS['dict']}, got {raw!r}")
+            params.update({k: _method_param(k, v) for k, v in raw.items()})
         elif name in FIELD_TYPES:
             changes[name] = _coerce(name, raw)
         else:
-            mparams[key] = _parse_value(raw) if isinstance(raw, str) else raw
+            params[canonical_key(name)] = _method_param(canonical_key(name), raw)
     out = dataclasses.replace(cfg, **changes)
-    if "method" in changes and changes["method"] != cfg.method:
-        # parameters of the old method do not carry over to the new one
-        mparams = {k: v for k, v in mparams.items() if k not in cfg.method_params}
-    out.method_params = mparams
+    # the old method's parameters do not carry over to a new method; those given here do
+    kept = {} if out.method != cfg.method else cfg.method_params
+    out.method_params = {**kept, **params}
     return out
 
 
 def parse_set(items: tuple[str, ...] | list[str]) -> dict[str, str]:
-    out = {}
+    """--set KEY=VALUE items -> {KEY: VALUE}; each field once (one_each)."""
+    pairs = []
     for item in items:
-        if "=" not in item:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
             raise FedbenchError(f"--set expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v
-    return out
+        pairs.append((key.strip(), value, f"--set {item}"))
+    return one_each(pairs)
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """A user's TOML file; a missing, unreadable, binary or malformed one is one line naming
+    it."""
+    p = Path(path)
+    if not p.is_file():
+        raise FedbenchError(f"{what} {p} " + ("is not a file" if p.exists() else "not found"))
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except OSError as e:
+        raise FedbenchError(f"{what} {p}: cannot read it ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise FedbenchError(
+            f"{what} {p} is not UTF-8 text (binary, or UTF-16?); save it as UTF-8 TOML"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise FedbenchError(f"{what} {p} is not valid TOML: {e}") from None
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise FedbenchError(f"config file {p} not found")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise FedbenchError(f"config file {p} is not valid TOML: {e}") from None
-    flat: dict[str, Any] = {}
-    for k, v in data.items():
-        if isinstance(v, dict) and k in ("method_params", "method"):
-            if k == "method":
-                flat["method"] = v.pop("name", None) or flat.get("method")
-            flat.setdefault("method_params", {}).update(v)
+    """A TOML config file -> {key: value}; the entries of a [method] (name = the method) or
+    [method_params] table become method.NAME keys."""
+    items = []
+    for k, v in read_toml(path, "config file").items():
+        if k in ("method", "method_params") and isinstance(v, dict):
+            for name, value in v.items():
+                key = "method" if (k, name) == ("method", "name") else f"method.{name}"
+                items.append((key, value, f"[{k}] {name}"))
         else:
-            flat[k] = v
-    if flat.get("method") is None:
-        flat.pop("method", None)
-    return flat
+            items.append((k, v, k))
+    return one_each(items)
 
 
 def config_from_dict(d: dict[str, Any]) -> RunConfig:
@@ -416,15 +561,22 @@ def build_config(
     overrides: dict[str, Any] | None = None,
     validate: bool = True,
 ) -> RunConfig:
-    """preset, then TOML file, then key=value overrides; validated (unless asked not to)."""
+    """preset, then TOML file, then key=value overrides (the command line): a later layer
+    changes what an earlier one set; validated (unless asked not to)."""
     from fedbench.presets import get_preset
 
-    cfg = get_preset(preset) if preset else get_preset("default")
-    if toml_path:
-        file_values = load_toml(toml_path)
-        if "preset" in file_values and not preset:
-            cfg = get_preset(file_values.pop("preset"))
+    file_values: dict[str, Any] = {}
+    try:
+        if toml_path:
+            file_values = load_toml(toml_path)
+            preset = preset or file_values.pop("preset", None)
+            file_values.pop("preset", None)  # the command line's --preset wins
+        cfg = get_preset(preset or "default")
         cfg = apply_overrides(cfg, file_values)
+    except FedbenchError as e:
+        if toml_path and not str(e).startswith("config file "):
+            raise FedbenchError(f"config file {toml_path}: {e}") from None
+        raise
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     return cfg.validate() if validate else cfg

@@ -27,11 +27,6 @@ from typing import Any
 from fedbench.config import ALIASES, FIELD_TYPES, RunConfig, build_config
 from fedbench.errors import FedbenchError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 # ---------------------------------------------------------------- parsing flags
 
 
@@ -168,36 +163,79 @@ def load_sweep_file(path: str | Path) -> dict[str, Any]:
     [grid.fedprox]      # varied for one method only
     mu = [0.1, 0.5, 1.0]
     """
+    from fedbench.config import read_toml
+
     p = Path(path)
-    if not p.is_file():
-        raise FedbenchError(f"sweep file {p} not found")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise FedbenchError(f"sweep file {p} is not valid TOML: {e}") from None
+    data = read_toml(p, "sweep file")
     known = {"preset", "config", "methods", "dataset", "seeds", "set", "grid"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise FedbenchError(
             f"sweep file {p}: unknown key {unknown[0]!r}; keys: {', '.join(sorted(known))}"
         )
+    try:
+        return _sweep_file_values(data)
+    except FedbenchError as e:
+        raise FedbenchError(f"sweep file {p}: {e}") from None
+
+
+def _sweep_file_values(data: dict[str, Any]) -> dict[str, Any]:
+    """A sweep file's entries, each of the kind it must be, each field named once."""
+    from fedbench.config import check_value, one_each
+
+    def expect(ok: bool, key: str, what: str) -> None:
+        if not ok:
+            raise FedbenchError(f"{key} must be {what}, got {data.get(key)!r}")
+
+    for key in ("preset", "config", "dataset"):
+        expect(isinstance(data.get(key, ""), str), key, "text")
+    methods = data.get("methods")
+    if isinstance(methods, str):
+        methods = [methods]
+    expect(methods is None or _nonempty_list(methods, str), "methods", "a list of method names")
+    seeds = data.get("seeds")
+    expect(seeds is None or _nonempty_list(seeds, int), "seeds", "a list of integers, e.g. [0, 1]")
+    for seed in seeds or ():
+        check_value("seed", seed)
+    for key in ("set", "grid"):
+        expect(isinstance(data.get(key, {}), dict), key, "a table ([set] / [grid] section)")
     grid, method_grids = {}, {}
     for k, v in data.get("grid", {}).items():
         if isinstance(v, dict):
-            method_grids[k] = {kk: vv if isinstance(vv, list) else [vv] for kk, vv in v.items()}
+            method_grids[k] = {kk: _grid_values(f"grid.{k}.{kk}", vv) for kk, vv in v.items()}
         else:
-            grid[k] = v if isinstance(v, list) else [v]
-    methods = data.get("methods")
+            grid[k] = _grid_values(f"grid.{k}", v)
+    sets = dict(data.get("set", {}))
+    fixed = [(k, v, f"[set] {k}") for k, v in sets.items()]
+    fixed += [(k, v, f"[grid] {k}") for k, v in grid.items()]
+    fixed += [(k, data[f], f) for k, f in (("seed", "seeds"), ("method", "methods")) if f in data]
+    if "dataset" in data:
+        fixed.append(("dataset", data["dataset"], "dataset"))
+    one_each(fixed)
+    for m, own in method_grids.items():
+        one_each(fixed + [(k, v, f"[grid.{m}] {k}") for k, v in own.items()])
     return {
         "preset": data.get("preset"),
         "config_file": data.get("config"),
-        "methods": [methods] if isinstance(methods, str) else methods,
+        "methods": methods,
         "dataset": data.get("dataset"),
-        "seeds": data.get("seeds"),
+        "seeds": seeds,
         "grid": grid,
-        "sets": dict(data.get("set", {})),
+        "sets": sets,
         "method_grids": method_grids,
     }
+
+
+def _nonempty_list(v: Any, kind: type) -> bool:
+    return isinstance(v, list) and bool(v) and all(type(x) is kind for x in v)
+
+
+def _grid_values(key: str, v: Any) -> list:
+    """A grid entry: a non-empty list of values (one value: a list of one)."""
+    values = v if isinstance(v, list) else [v]
+    if not values or any(isinstance(x, (list, dict)) for x in values):
+        raise FedbenchError(f"{key} must be a non-empty list of values, e.g. [0.1, 0.5]")
+    return values
 
 
 def table_configs(spec, selection) -> tuple[list[RunConfig], dict[str, int]]:

@@ -71,6 +71,7 @@ def test_bad_input_one_line_exit_2(args, needle, tmp_path):
 def test_missing_dataset_exit_2(tmp_path, monkeypatch):
     monkeypatch.setattr("fedbench.data.idx.SYSTEM_DIRS", {"fmnist": [], "mnist": []})
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()  # an empty data folder (a missing one is refused before this)
     r = invoke("train", "--preset", "fedlga-fmnist", "--data-dir", str(tmp_path / "x"))
     assert r.exit_code == 2
     assert r.output.count("\n") == 1 and "fmnist not found" in r.output

@@ -192,6 +192,7 @@ def test_failed_and_diverged_runs_are_recorded_and_the_sweep_goes_on(tmp_path, m
     monkeypatch.setattr("fedbench.data.idx.SYSTEM_DIRS", {"fmnist": [], "mnist": []})
     monkeypatch.delenv("FEDBENCH_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()  # an empty data folder: the fmnist run fails when it loads
     good = build_config("default", None, {"rounds": "2", **TINY})
     diverges = build_config(
         "default", None, {"rounds": "3", **TINY, "lr": "1e37", "dtype": "float32"}
@@ -220,6 +221,7 @@ def test_sweep_cli_exits_1_naming_the_failed_run(tmp_path, monkeypatch):
     monkeypatch.setattr("fedbench.data.idx.SYSTEM_DIRS", {"fmnist": [], "mnist": []})
     monkeypatch.delenv("FEDBENCH_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()  # an empty data folder: the run fails when it loads
     r = invoke(
         "sweep",
         "--preset",

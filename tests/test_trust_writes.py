@@ -247,7 +247,8 @@ def test_overwrite_killed_with_sigkill_leaves_the_old_run(tmp_path):
     old = write_fake_run(res, cfg)
     before = {p.name: p.read_bytes() for p in old.iterdir()}
     cmd = [sys.executable, "-m", "fedbench.cli", "train", "--preset", "default", "--quiet"]
-    cmd += ["--set", "rounds=400", *TINY_SETS[2:], "--set", "local_steps=50"]
+    sets = {"rounds": "400", **TINY, "local_steps": "50"}  # each field once on a command line
+    cmd += [x for k, v in sets.items() for x in ("--set", f"{k}={v}")]
     cmd += ["--threads", "1", "--results", str(res), "--overwrite"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

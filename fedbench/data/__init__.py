@@ -24,7 +24,7 @@ from fedbench.data import partition as part
 from fedbench.data.idx import NORMALIZE, load_idx_dataset
 from fedbench.data.synthetic import generate_synthetic
 from fedbench.data.transforms import STATS, ImagePipeline
-from fedbench.errors import FedbenchError
+from fedbench.errors import FedbenchError, reading
 
 
 @dataclass
@@ -96,6 +96,11 @@ def _images_to_tensor(x: np.ndarray, name: str, dtype: torch.dtype, normalize: s
 def make_partition(cfg: RunConfig, labels: np.ndarray) -> list[np.ndarray]:
     """The partition named by cfg.partition: a pure function of (labels, parameters, seed)."""
     seed, n = cfg.effective_data_seed, cfg.num_clients
+    if n > len(labels):
+        raise FedbenchError(
+            f"N = {n} devices but {cfg.dataset}'s training data has {len(labels)} samples; "
+            "lower N (num_clients)"
+        )
     if cfg.partition == "iid":
         return part.iid(len(labels), n, seed)
     if cfg.partition == "pclass":
@@ -144,7 +149,42 @@ def _image_pipeline(cfg: RunConfig, dtype: torch.dtype) -> ImagePipeline:
 
 def load_arrays(cfg: RunConfig):
     """Numpy arrays of one dataset and its split, before anything goes to the torch device:
-    (train_x, train_y, test_x, test_y, parts, num_classes, info, extras)."""
+    (train_x, train_y, test_x, test_y, parts, num_classes, info, extras), checked (check_arrays).
+    """
+    where = f"{cfg.dataset} data" + (f" in {cfg.data_dir}" if cfg.data_dir else "")
+    with reading(where, "check the files or download them again"):
+        out = _load_arrays(cfg)
+    check_arrays(cfg, *out[:6])
+    return out
+
+
+def check_arrays(cfg: RunConfig, train_x, train_y, test_x, test_y, parts, num_classes) -> None:
+    """What every dataset must satisfy, whatever its files held: as many labels as samples,
+    labels among the classes, one input shape, and samples on every device."""
+    for split, x, y in (("training", train_x, train_y), ("test", test_x, test_y)):
+        y = np.asarray(y)
+        if len(x) != len(y):
+            raise FedbenchError(
+                f"{cfg.dataset}: {len(x)} {split} samples but {len(y)} labels; check the files"
+            )
+        if num_classes > 1 and len(y) and (y.min() < 0 or y.max() >= num_classes):
+            raise FedbenchError(
+                f"{cfg.dataset}: {split} labels range over {y.min()}..{y.max()}, outside the "
+                f"{num_classes} classes 0..{num_classes - 1}; check the files"
+            )
+    if tuple(train_x.shape[1:]) != tuple(test_x.shape[1:]):
+        raise FedbenchError(
+            f"{cfg.dataset}: training inputs have shape {tuple(train_x.shape[1:])} but test "
+            f"inputs {tuple(test_x.shape[1:])}; check the files"
+        )
+    if min(len(p) for p in parts) == 0:
+        raise FedbenchError(
+            f"{cfg.dataset}, {describe_partition(cfg)}: a device has no samples; "
+            "lower N or change the partition"
+        )
+
+
+def _load_arrays(cfg: RunConfig):
     dtype = getattr(torch, cfg.dtype)
     name, seed = cfg.dataset, cfg.effective_data_seed
     info: dict = {}
@@ -247,10 +287,6 @@ def load_federated(cfg: RunConfig, device: torch.device) -> FederatedData:
     arrays, fingerprint = load_fingerprinted(cfg)
     train_x, train_y, test_x, test_y, parts, num_classes, info, extras = arrays
     train_y = np.asarray(train_y, dtype=np.int64)
-    if min(len(p) for p in parts) == 0:
-        raise FedbenchError(
-            f"{info['description']}: a device has no samples; lower N or change the partition"
-        )
     stats = split_stats(train_y, parts, info)
     info = {k: v for k, v in info.items() if k != "device_sizes"}
     emb = extras.get("embeddings")

@@ -103,7 +103,7 @@ def load_idx_dataset(name: str, data_dir: str | None):
     arrays = {k: read_idx(_find(folder, stem)) for k, stem in FILES.items()}
     for split in ("train", "test"):
         x, y = arrays[f"{split}_x"], arrays[f"{split}_y"]
-        if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
+        if x.ndim != 3 or x.shape[1:] != (28, 28) or y.ndim != 1 or len(x) != len(y):
             raise FedbenchError(
                 f"{folder}: {split} images {x.shape} and labels {y.shape} do not match; "
                 "expected [n,28,28] images and n labels"

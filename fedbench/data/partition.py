@@ -7,6 +7,14 @@ import numpy as np
 from fedbench.errors import FedbenchError
 
 
+def _check_p(p: int, n_cls: int, partition: str) -> None:
+    if not 1 <= p <= n_cls:
+        raise FedbenchError(
+            f"{partition}: P (classes_per_client) = {p} but the data has {n_cls} classes; "
+            f"choose 1 <= P <= {n_cls}"
+        )
+
+
 def iid(num_samples: int, num_clients: int, seed: int) -> list[np.ndarray]:
     perm = np.random.default_rng(seed).permutation(num_samples)
     return [np.sort(p) for p in np.array_split(perm, num_clients)]
@@ -23,6 +31,7 @@ def pclass_shards(labels: np.ndarray, num_clients: int, p: int, seed: int) -> li
     rng = np.random.default_rng(seed)
     classes = np.unique(labels)
     c = len(classes)
+    _check_p(p, c, "pclass")
     if (p * num_clients) % c:
         raise FedbenchError(
             f"pclass needs P*N divisible by the {c} classes; got P={p}, N={num_clients}"
@@ -179,6 +188,7 @@ def imbalanced_shards(
     """
     rng = np.random.default_rng(seed)
     n = len(labels)
+    _check_p(p, len(np.unique(labels)), "imbalance")
     if xi < 1:
         raise FedbenchError(f"xi (imbalance ratio large/small) must be >= 1, got {xi}")
     large = np.zeros(num_clients, dtype=bool)
@@ -228,6 +238,7 @@ def powerlaw(
     rng = np.random.default_rng(seed)
     classes = np.unique(labels)
     n_cls = len(classes)
+    _check_p(p, n_cls, "powerlaw")
     if num_clients % n_cls:
         raise FedbenchError(
             f"powerlaw needs N divisible by the {n_cls} classes, got N={num_clients}"

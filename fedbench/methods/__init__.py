@@ -11,6 +11,7 @@ from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, Stat
 from fedbench.methods.registry import (
     METHODS,
     build_method,
+    check_param_value,
     describe_methods,
     method_class,
     method_params,
@@ -29,6 +30,7 @@ __all__ = [
     "State",
     "build_method",
     "describe_methods",
+    "check_param_value",
     "method_class",
     "method_params",
     "register",

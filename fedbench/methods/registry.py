@@ -19,6 +19,7 @@ or alias (``--set`` and sweep grids route those names to the config, never to a 
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from typing import Any
 
@@ -85,6 +86,16 @@ def method_class(name: str) -> type[Method]:
     return METHODS[name]
 
 
+def check_param_value(key: str, value: Any) -> None:
+    """One method parameter's value on its own: one finite number, true/false or text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FedbenchError(f"parameter {key} must be a finite number, got {value!r}")
+    if not isinstance(value, (bool, int, float, str)):
+        raise FedbenchError(
+            f"parameter {key} expects one value (number, true/false or text), got {value!r}"
+        )
+
+
 def method_params(name: str, values: dict[str, Any]) -> Any:
     """Build (and so validate) a method's Params from a dict of names from the papers."""
     cls = method_class(name)
@@ -100,13 +111,16 @@ def method_params(name: str, values: dict[str, Any]) -> Any:
         default = known[k].default
         if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
-        if default is not dataclasses.MISSING and default is not None and v is not None:
-            if not isinstance(v, type(default)):
+        try:
+            check_param_value(k, v)
+        except FedbenchError as e:
+            raise FedbenchError(f"{name}: {e}") from None
+        if default is not dataclasses.MISSING and default is not None:
+            # bool is an int to python, not to a parameter
+            if not isinstance(v, type(default)) or isinstance(v, bool) != isinstance(default, bool):
                 raise FedbenchError(
                     f"{name}: parameter {k} expects {type(default).__name__}, got {v!r}"
                 )
-            if isinstance(v, float) and v != v:
-                raise FedbenchError(f"{name}: parameter {k} must be a number, got nan")
         coerced[k] = v
     return cls.Params(**coerced)
 
