@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedbench import fastpath
+from fedbench import fastpath, threads
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
@@ -75,6 +75,7 @@ class Engine:
         self.model = build_model(
             cfg, self.data.input_shape, self.data.num_classes, self.data.info, self.data.embeddings
         )
+        self.threads = threads.apply(self.model, cfg)  # torch CPU threads (fedbench.threads)
         self.method = build_method(cfg.method, cfg.method_params)
         self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fedbench.fastpath)
         self.sizes = self.data.sizes  # CPU [N]

@@ -122,3 +122,47 @@ def test_default_sgd_steps_is_single_steps_on_active_prefixes():
         assert torch.equal(losses[t, :ka], lt)
         assert not losses[t, ka:].any()
     assert torch.equal(w, v)
+
+
+# ---------------------------------------------------------------- thread policy
+
+
+def test_thread_policy(monkeypatch):
+    from fedbench import threads
+    from fedbench.models import BatchedCNN
+    from fedbench.models.mlp import BatchedMLP
+
+    monkeypatch.setattr(threads, "_settings", {})
+    cfg = tiny_config(clients_per_round=10, batch_size=10)
+    before = torch.get_num_threads()
+    assert threads.apply(BatchedMLP([60, 10]), cfg) == before  # not configured: torch's own
+    threads.configure(None, budget=2)
+    assert threads.choose(BatchedMLP([60, 10]), cfg) == 1
+    assert threads.choose(BatchedMLP([784, 400, 10]), cfg) == 1  # the FedLGA MLP
+    assert threads.choose(BatchedCNN(10, (1, 28, 28)), cfg) == 2
+    threads.configure(3)
+    assert threads.choose(BatchedMLP([60, 10]), cfg) == 3  # --threads wins
+    try:
+        assert threads.apply(BatchedMLP([60, 10]), cfg) == 3
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_train_records_thread_count(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from fedbench import threads
+    from fedbench.cli import cli
+
+    monkeypatch.setattr(threads, "_settings", {})
+    before = torch.get_num_threads()
+    args = ["train", "--rounds", "1", "--set", "N=6", "--set", "K=3", "--set", "E=1", "--quiet"]
+    try:
+        r = CliRunner().invoke(cli, [*args, "--results", str(tmp_path)], obj={})
+        assert r.exit_code == 0, r.output
+        (run_json,) = tmp_path.glob("*/run.json")
+        assert json.loads(run_json.read_text())["threads"] == 1  # logreg: the policy's 1
+    finally:
+        torch.set_num_threads(before)
