@@ -61,14 +61,17 @@ def logreg_round(w, wg, drift, x, y, idx, bw, steps, lr, wd, mu, has_drift, loss
                         acc += wi[off + f] * xr[f]
                     z[c] = acc
                     zmax = max(zmax, acc)
+                label = y[r]
+                z_label = z[label]
                 tot = 0.0
                 for c in range(n_cls):
-                    tot += math.exp(z[c] - zmax)
-                lse = zmax + math.log(tot)
-                label = y[r]
-                loss += a * (lse - z[label])
-                for c in range(n_cls):
-                    z[c] = a * (math.exp(z[c] - lse) - (1.0 if c == label else 0.0))
+                    e = math.exp(z[c] - zmax)
+                    z[c] = e
+                    tot += e
+                loss += a * (zmax + math.log(tot) - z_label)
+                scale = a / tot
+                for c in range(n_cls):  # z becomes d loss / d logits: a (softmax - onehot)
+                    z[c] = z[c] * scale - (a if c == label else 0.0)
                 for c in range(n_cls):
                     dz = z[c]  # in the dtype of w
                     g[n_w + c] += dz
