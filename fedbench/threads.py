@@ -3,14 +3,16 @@
 Intra-op threads only pay when a step's operations are big enough to split and the cores are
 free. For small models they cost: every OpenMP region waits for its slowest thread, and on a
 shared machine (a sweep, CI, a laptop doing anything else) that thread is often descheduled.
-Measured on this project's 2-core CPU (README, "The engine"): logistic regression and the FedLGA
-MLP lose at 2 threads; only conv nets gain. So:
+Measured on this project's 2-core CPU under load (README, "The engine"), 2 threads instead of 1
+made an engine round 15x slower for logistic regression, 7.7x for the FedLGA MLP, 3.4x for the
+MNIST CNN. So:
 
 - an explicit --threads wins;
 - models whose local step is below SMALL_STEP_FLOPS (logreg, the quadratic model, MLPs at
   B = 10) get 1 thread;
-- other models (conv nets, LSTMs) get the budget: the machine's cores, or cores / jobs in a
-  sweep of several processes.
+- other models (conv nets, LSTMs) get the budget (the machine's cores, or cores / jobs in a
+  sweep of several processes) less the cores other processes keep busy (the 1-minute load
+  average, rounded), at least 1: torch's choice only on an idle machine.
 
 The CLI (train, sweep workers, check) calls configure(); the engine then applies the choice
 for its model (apply) and the runner records it in run.json. Library use that never calls
@@ -18,6 +20,8 @@ configure() keeps torch's own setting.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -56,11 +60,13 @@ def choose(model, cfg) -> int:
         return int(_settings["requested"])
     from fedbench.sweep import cpu_cores
 
-    budget = _settings.get("budget") or cpu_cores()
+    cores = cpu_cores()
+    budget = _settings.get("budget") or cores
     flops = step_flops(model, cfg.clients_per_round, cfg.batch_size)
     if flops is not None and flops < SMALL_STEP_FLOPS:
         return 1
-    return max(1, int(budget))
+    busy = round(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, min(int(budget), cores - busy))
 
 
 def apply(model, cfg) -> int:
