@@ -41,19 +41,23 @@ def local_step_terms(method) -> tuple[float, str | None] | None:
 
 
 def _kernel(model):
-    """The compiled round for this model, or None."""
+    """The compiled round for this model, or None (also when numba cannot load: no numba, or
+    no writable cache folder)."""
     from fedbench.models.mlp import BatchedMLP
     from fedbench.models.quadratic import BatchedQuadratic
 
+    name = None
     if type(model) is BatchedMLP and len(model.sizes) == 2:
-        from fedbench._fastloops import logreg_round
-
-        return logreg_round
-    if type(model) is BatchedQuadratic:
-        from fedbench._fastloops import quadratic_round
-
-        return quadratic_round
-    return None
+        name = "logreg_round"
+    elif type(model) is BatchedQuadratic:
+        name = "quadratic_round"
+    if name is None:
+        return None
+    try:
+        from fedbench import _fastloops
+    except (ImportError, RuntimeError):
+        return None
+    return getattr(_fastloops, name)
 
 
 def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor | None:
