@@ -91,9 +91,10 @@ def test_fast_path_declines_what_it_does_not_reproduce(cfg_kw):
     assert torch.equal(w, eng.w.expand(plan.k, -1))
 
 
+@pytest.mark.parametrize("method", ["fedavg", "scaffold"])  # SCAFFOLD's drift: single steps
 @pytest.mark.parametrize("window", [2, 3, 5])
-def test_step_windows_equal_single_steps(window):
-    cfg = tiny_config(hetero="fedlga", rho=0.7, tau_max=2, weight_decay=0.01)
+def test_step_windows_equal_single_steps(window, method):
+    cfg = tiny_config(hetero="fedlga", rho=0.7, tau_max=2, weight_decay=0.01, method=method)
     data = tiny_data(sizes=(7, 12, 5, 9))
     windowed, ref = Engine(cfg, data=data), Engine(cfg, data=data)
     windowed.model.step_window = window  # this instance only; sgd_steps is the model's own
