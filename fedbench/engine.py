@@ -121,7 +121,7 @@ class Engine:
             steps,
             nb,
             idx.to(self.device),
-            wt.to(self.device, self.dtype),
+            wt.to(self.device),
             len(dropped),
             dropped,
         )
@@ -139,7 +139,7 @@ class Engine:
         s_max = int(steps.max()) if len(steps) else 0
         k = len(clients)
         idx = torch.zeros(k, s_max, bsz, dtype=torch.long)
-        wt = torch.zeros(k, s_max, bsz, dtype=torch.float64)
+        wt = torch.zeros(k, s_max, bsz, dtype=self.dtype)
         for row, c in enumerate(clients.tolist()):
             members = self.data.client_indices[c]
             n_i, nb_i, s_i = len(members), int(nb[row]), int(steps[row])
@@ -147,12 +147,14 @@ class Engine:
             epochs = math.ceil(max(n_full, s_i) / nb_i)
             gen = generator(cfg.seed, "batches", r, c)
             perms = torch.argsort(torch.rand(epochs, n_i, generator=gen), dim=1)
-            s = torch.arange(s_i)
-            pos = (s % nb_i).unsqueeze(1) * bsz + torch.arange(bsz)  # [s_i, B]
-            valid = pos < n_i
-            local = perms[(s // nb_i).unsqueeze(1), pos.clamp(max=n_i - 1)]
-            idx[row, :s_i] = members[local]
-            wt[row, :s_i] = valid.double() / valid.sum(1, keepdim=True)
+            # an epoch's nb_i batches: its permutation, the short last batch padded with the
+            # permutation's last sample (weight 0)
+            pad = nb_i * bsz - n_i
+            perms = torch.cat([perms, perms[:, -1:].expand(-1, pad)], 1).view(-1, bsz)
+            idx[row, :s_i] = members[perms[:s_i]]
+            valid = (torch.arange(nb_i * bsz) < n_i).view(nb_i, bsz)
+            epoch_wt = valid.double() / valid.sum(1, keepdim=True)  # [nb_i, B]
+            wt[row, :s_i] = epoch_wt.repeat(epochs, 1)[:s_i]
         return idx, wt
 
     # ------------------------------------------------------------------ local training
