@@ -33,10 +33,13 @@ def local_step_terms(method) -> tuple[float, str | None] | None:
     if method.local_drift is not None:
         return 0.0, method.local_drift
     step = type(method).local_step
-    if step is FedProx.local_step:
-        return float(method.mu), None
-    if step is FedNova.local_step:
-        return float(method.p.mu), None
+    try:
+        if step is FedProx.local_step:
+            return float(method.mu), None
+        if step is FedNova.local_step:
+            return float(method.p.mu), None
+    except AttributeError:  # a method that keeps mu elsewhere: the torch path
+        return None
     return None
 
 

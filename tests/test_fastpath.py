@@ -98,6 +98,7 @@ def test_step_windows_equal_single_steps(window, method):
     data = tiny_data(sizes=(7, 12, 5, 9))
     windowed, ref = Engine(cfg, data=data), Engine(cfg, data=data)
     windowed.model.step_window = window  # this instance only; sgd_steps is the model's own
+    ref.model.step_window = 1  # one sgd_step per step
     for r in range(1, 4):
         rec_w, rec_r = windowed.run_round(r), ref.run_round(r)
         assert torch.allclose(windowed.w, ref.w, atol=1e-12, rtol=0)
