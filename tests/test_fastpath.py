@@ -172,3 +172,23 @@ def test_train_records_thread_count(tmp_path, monkeypatch):
         assert json.loads(run_json.read_text())["threads"] == 1  # logreg: the policy's 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_step_windows_through_an_augmenting_input_pipeline():
+    from fedbench.data.transforms import ImagePipeline
+
+    g = torch.Generator().manual_seed(2)
+    sizes = (7, 12, 5, 9)
+    n = sum(sizes)
+    x = torch.randint(0, 256, (n, 3, 6, 6), generator=g, dtype=torch.uint8)
+    y = torch.randint(0, 3, (n,), generator=g)
+    idx = list(torch.arange(n).split(list(sizes)))
+    pipe = ImagePipeline((0.5, 0.4, 0.3), (0.2, 0.3, 0.4), augment=True, padding=1)
+    pipe.dtype = torch.float64
+    data = FederatedData(x, y, x[:5], y[:5], idx, 3, {"description": "images"}, pipeline=pipe)
+    cfg = tiny_config(hetero="fedlga", rho=0.7, tau_max=2)
+    windowed, ref = Engine(cfg, data=data), Engine(cfg, data=data)
+    windowed.model.step_window, ref.model.step_window = 3, 1
+    for r in range(1, 3):
+        windowed.run_round(r), ref.run_round(r)
+        assert torch.allclose(windowed.w, ref.w, atol=1e-12, rtol=0)
