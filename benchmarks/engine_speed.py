@@ -5,7 +5,10 @@ from the same global model, alternating round by round so that this machine's sp
 both alike; we report the median of the per-round ratios. With --methods, each method's engine
 round is timed the same way against FedAvg's.
 
-    python benchmarks/engine_speed.py                       # FedLGA-FMNIST round, 2 threads
+    python benchmarks/engine_speed.py                       # FedLGA-FMNIST round
+    python benchmarks/engine_speed.py --preset default      # the default run (Synthetic logreg)
+    python benchmarks/engine_speed.py --preset default --no-loop --fast-vs-torch
+    python benchmarks/engine_speed.py --threads-compare --no-loop   # 1 vs 2 threads, engine
     python benchmarks/engine_speed.py --rounds 8 --methods fedlga,scaffold,fedsam
     python benchmarks/engine_speed.py --device cuda --threads 0
     python benchmarks/engine_speed.py --model resnet20 --rounds 5
@@ -17,11 +20,17 @@ but fixed tensors of the model's input shape (CIFAR 3x32x32, MNIST 1x28x28, 80 o
 since the real datasets may be absent: K=10 devices of 500 samples each, B=10, 5 local steps
 (--set local_steps=... to change), plain SGD, float32. The loop side trains one nn.Module per
 device (train mode, BatchNorm's running statistics averaged like the parameters).
+
+Threads: the run's thread policy (fedbench.threads: 1 thread for small models) unless --threads N
+(0: torch's default); the loop side runs at the same count. The engine takes its compiled fast
+path where it applies (fedbench.fastpath; logreg, quadratic); --torch-path turns it off, and
+--fast-vs-torch times the two against each other. The load average is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -33,6 +42,7 @@ from fedbench.devices import generator, synchronize
 from fedbench.engine import Engine
 from fedbench.methods import METHODS
 from fedbench.reference import client_batches, reference_local
+from fedbench.threads import configure as configure_threads
 
 State = tuple[torch.Tensor, torch.Tensor]  # global model [D] and buffers [Db] (BatchNorm)
 
@@ -71,6 +81,24 @@ def warm_state(eng: Engine, rounds: int = 2) -> State:
     for r in range(1, rounds + 1):
         eng.run_round(r)
     return eng.w.clone(), eng.buffers.clone()
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def at_threads(n: int, fn):
+    """fn run at n torch threads (the thread count restored after)."""
+
+    def run(r):
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            return fn(r)
+        finally:
+            torch.set_num_threads(before)
+
+    return run
 
 
 def compare(label: str, fa, fb, rounds: int) -> None:
@@ -176,16 +204,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--preset", default="fedlga-fmnist")
     ap.add_argument("--rounds", type=int, default=6, help="timed rounds (--layout: reps)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, help="torch threads (0: torch's; default: policy)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--methods", default="", help="also time these methods against fedavg")
     ap.add_argument("--no-loop", action="store_true", help="skip the per-client loop comparison")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--model", choices=sorted(RANDOM_DATA), help="this model on random data")
     ap.add_argument("--layout", action="store_true", help="grouped conv vs vmap, then exit")
+    ap.add_argument("--torch-path", action="store_true", help="engine without its fast path")
+    ap.add_argument("--fast-vs-torch", action="store_true", help="fast path vs torch path")
+    ap.add_argument("--threads-compare", action="store_true", help="engine at 1 vs 2 threads")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    elif args.threads is None:
+        configure_threads()  # the engine applies the policy for its model
     if args.layout:
         layout_speed(args.rounds)
         return
@@ -201,13 +234,15 @@ def main() -> None:
     if args.model:
         data = random_data(args.model, cfg.num_clients)
     eng = Engine(cfg, data)
+    eng.fastpath = eng.fastpath and not args.torch_path
     label = f"random {args.model} data" if args.model else args.preset
     work = f"steps={cfg.local_steps}" if cfg.local_steps else f"E={cfg.local_epochs}"
     print(
         f"# {label}: N={cfg.num_clients} K={cfg.clients_per_round} {work} "
         f"B={cfg.batch_size} model={cfg.model} D={eng.model.dim} hetero={cfg.hetero} "
-        f"device={eng.device} threads={torch.get_num_threads()}"
+        f"device={eng.device} threads={torch.get_num_threads()} fastpath={eng.fastpath}"
     )
+    print(f"# {load()}")
     state = warm_state(eng)
     print(f"{'comparison':<44} {'engine':>10}  {'other':>10}")
     if not args.no_loop:
@@ -215,6 +250,22 @@ def main() -> None:
             "fedavg: batched engine vs per-client loop",
             lambda r: engine_round(eng, 100 + r, state),
             lambda r: loop_round(eng, 100 + r, state),
+            args.rounds,
+        )
+    if args.fast_vs_torch:
+        slow = Engine(cfg, eng.data)
+        slow.fastpath = False
+        compare(
+            "fedavg: fast path vs torch path (engine)",
+            lambda r: engine_round(eng, 100 + r, state),
+            lambda r: engine_round(slow, 100 + r, state),
+            args.rounds,
+        )
+    if args.threads_compare:
+        compare(
+            "engine round: 1 thread vs 2 threads",
+            at_threads(1, lambda r: engine_round(eng, 100 + r, state)),
+            at_threads(2, lambda r: engine_round(eng, 100 + r, state)),
             args.rounds,
         )
     for name in filter(None, args.methods.split(",")):
@@ -232,3 +283,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print(f"# {load()}")

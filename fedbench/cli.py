@@ -175,7 +175,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--results", default="results", show_default=True, type=click.Path())
 @click.option("--overwrite", is_flag=True, help="Run again even if this config already ran.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--threads", type=THREADS, help="torch CPU threads (default: torch's choice).")
+@click.option(
+    "--threads",
+    type=THREADS,
+    help="torch CPU threads (default: 1 for small models, else all cores).",
+)
 def train(
     preset,
     config_file,
@@ -214,10 +218,9 @@ def train(
     overrides = command_line(sets, flags)
     cfg = build_config(preset, config_file, overrides)
     check_folder(results, "--results", claims=True)
-    if threads:
-        import torch
+    from fedbench import threads as thread_policy
 
-        torch.set_num_threads(threads)
+    thread_policy.configure(threads)
     _train_with_progress(cfg, Path(results), overwrite, quiet)
 
 
@@ -789,7 +792,11 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     show_default=True,
     help="Runs at once on this machine (each gets cores/jobs threads, its own GPU).",
 )
-@click.option("--threads", type=THREADS, help="torch threads per run (default: cores / jobs).")
+@click.option(
+    "--threads",
+    type=THREADS,
+    help="torch threads per run (default: 1 for small models, else cores / jobs).",
+)
 @click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from fedbench import fastpath, threads
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
@@ -75,7 +76,9 @@ class Engine:
         self.model = build_model(
             cfg, self.data.input_shape, self.data.num_classes, self.data.info, self.data.embeddings
         )
+        self.threads = threads.apply(self.model, cfg)  # torch CPU threads (fedbench.threads)
         self.method = build_method(cfg.method, cfg.method_params)
+        self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fedbench.fastpath)
         self.sizes = self.data.sizes  # CPU [N]
         self.w = self.model.init(generator(cfg.seed, "init"), self.dtype).to(self.device)
         # global buffers [Db] (BatchNorm running statistics); empty for most models
@@ -119,7 +122,7 @@ class Engine:
             steps,
             nb,
             idx.to(self.device),
-            wt.to(self.device, self.dtype),
+            wt.to(self.device),
             len(dropped),
             dropped,
         )
@@ -137,7 +140,7 @@ class Engine:
         s_max = int(steps.max()) if len(steps) else 0
         k = len(clients)
         idx = torch.zeros(k, s_max, bsz, dtype=torch.long)
-        wt = torch.zeros(k, s_max, bsz, dtype=torch.float64)
+        wt = torch.zeros(k, s_max, bsz, dtype=self.dtype)
         for row, c in enumerate(clients.tolist()):
             members = self.data.client_indices[c]
             n_i, nb_i, s_i = len(members), int(nb[row]), int(steps[row])
@@ -145,12 +148,14 @@ class Engine:
             epochs = math.ceil(max(n_full, s_i) / nb_i)
             gen = generator(cfg.seed, "batches", r, c)
             perms = torch.argsort(torch.rand(epochs, n_i, generator=gen), dim=1)
-            s = torch.arange(s_i)
-            pos = (s % nb_i).unsqueeze(1) * bsz + torch.arange(bsz)  # [s_i, B]
-            valid = pos < n_i
-            local = perms[(s // nb_i).unsqueeze(1), pos.clamp(max=n_i - 1)]
-            idx[row, :s_i] = members[local]
-            wt[row, :s_i] = valid.double() / valid.sum(1, keepdim=True)
+            # an epoch's nb_i batches: its permutation, the short last batch padded with the
+            # permutation's last sample (weight 0)
+            pad = nb_i * bsz - n_i
+            perms = torch.cat([perms, perms[:, -1:].expand(-1, pad)], 1).view(-1, bsz)
+            idx[row, :s_i] = members[perms[:s_i]]
+            valid = (torch.arange(nb_i * bsz) < n_i).view(nb_i, bsz)
+            epoch_wt = valid.double() / valid.sum(1, keepdim=True)  # [nb_i, B]
+            wt[row, :s_i] = epoch_wt.repeat(epochs, 1)[:s_i]
         return idx, wt
 
     # ------------------------------------------------------------------ local training
@@ -193,6 +198,9 @@ class Engine:
         if model.buffer_dim:
             b0 = self.buffers if start_buffers is None else start_buffers
             buf = b0.expand(k, -1).clone() if b0.dim() == 1 else b0.clone()
+        fast_loss = fastpath.run_round(self, ctx, plan, w, local)
+        if fast_loss is not None:
+            return self._local_result(plan, w, local, fast_loss, plan.steps.to(self.device), buf)
         if cfg.momentum:
             local["_momentum"] = torch.zeros_like(w)
         s_max = plan.batch_idx.shape[1]
@@ -207,6 +215,9 @@ class Engine:
         # model may fuse gradient and update (BatchedMLP.sgd_step)
         drift = None if method.plain_local_sgd else method.local_drift
         fused = (method.plain_local_sgd or drift is not None) and not mom and cfg.grad_clip is None
+        if fused and drift is None and buf is None and model.step_window > 1:
+            self._sgd_windows(plan, w, step_loss, active, aug, lr)
+            return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
         for s in range(s_max):
             ka = active[s]
             wk = w[:ka]
@@ -246,6 +257,27 @@ class Engine:
             step_loss[:ka, s] = first[0]
         if fused:  # one gradient evaluation per step
             grad_evals = plan.steps.to(self.device)
+        return self._local_result(plan, w, local, step_loss, grad_evals, buf)
+
+    @torch.no_grad()
+    def _sgd_windows(self, plan, w, step_loss, active: list[int], aug, lr: float) -> None:
+        """Plain SGD steps in windows of model.step_window consecutive steps (one
+        model.sgd_steps call each, which may batch the window's work into bigger operations)."""
+        x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
+        s_max, window = len(active), self.model.step_window
+        for s in range(0, s_max, window):
+            act = active[s : s + window]
+            ka, t_n = act[0], len(act)
+            rows = plan.batch_idx[:ka, s : s + t_n].transpose(0, 1)  # [T, ka, B]
+            xs, ys = x_all[rows], y_all[rows]
+            if data.pipeline is not None:  # the transform takes one step's [ka, B, ...]
+                augs = [None if aug is None else aug[:ka, s + t] for t in range(t_n)]
+                xs = torch.stack([data.train_transform(xs[t], augs[t]) for t in range(t_n)])
+            bws = plan.batch_weight[:ka, s : s + t_n].transpose(0, 1).contiguous()
+            losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, self.cfg.weight_decay)
+            step_loss[:ka, s : s + t_n] = losses.T
+
+    def _local_result(self, plan, w, local, step_loss, grad_evals, buf) -> LocalResult:
         mean_loss, last_loss = self._loss_summaries(plan, step_loss)
         return LocalResult(
             w=w,

@@ -287,6 +287,7 @@ def _rounds(
         device_name=device_name(eng.device),
         data=eng.data.info,
         model_params=eng.model.dim,
+        threads=torch.get_num_threads(),  # torch CPU threads (fedbench.threads' choice)
     )
     atomic_write_json(run_dir / "run.json", meta)
     atomic_write_parquet(

@@ -354,17 +354,15 @@ def execute_run(
     that it crosses process and Ray boundaries."""
     import dataclasses
 
-    import torch
-
     from fedbench.claims import RunBusy
     from fedbench.config import config_from_dict
     from fedbench.runner import RunExists, train
 
     t0 = time.perf_counter()
     cfg = config_from_dict(cfg_dict)
-    threads = threads or _WORKER.get("threads")
-    if threads:
-        torch.set_num_threads(threads)
+    from fedbench import threads as thread_policy
+
+    thread_policy.configure(threads or _WORKER.get("threads"), _WORKER.get("budget"))
     device = device or _WORKER.get("device")
     if device and cfg.device == "auto":
         cfg = dataclasses.replace(cfg, device=device)
@@ -395,10 +393,10 @@ def _die_with_parent() -> None:
             pass
 
 
-def _init_worker(slots, threads: int, devices: list[str]) -> None:
+def _init_worker(slots, threads: int | None, budget: int, devices: list[str]) -> None:
     _die_with_parent()
     slot = slots.get()
-    _WORKER["threads"] = threads
+    _WORKER["threads"], _WORKER["budget"] = threads, budget
     if devices:
         _WORKER["device"] = devices[slot % len(devices)]
 
@@ -443,7 +441,8 @@ class PoolExecutor:
 
     def __init__(self, jobs: int, threads: int | None = None):
         self.jobs = jobs
-        self.threads = threads or max(1, cpu_cores() // jobs)
+        self.threads = threads  # else fedbench.threads chooses, within cores // jobs
+        self.budget = max(1, cpu_cores() // jobs)
 
     def _devices(self) -> list[str]:
         import torch
@@ -463,7 +462,7 @@ class PoolExecutor:
             self.jobs,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(slots, self.threads, self._devices()),
+            initargs=(slots, self.threads, self.budget, self._devices()),
         )
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:

@@ -102,6 +102,22 @@ class BatchedModel:
         w.sub_(g, alpha=lr)
         return losses
 
+    # steps per call of sgd_steps the engine asks for; models that batch a window of steps
+    # into fewer, bigger operations (BatchedMLP's window) set it higher
+    step_window: int = 1
+
+    def sgd_steps(self, w, xs, ys, bws, active: list[int], lr: float, weight_decay: float = 0.0):
+        """T consecutive plain SGD steps in place on w [k, D] (k = active[0]); returns the
+        losses [T, k] (0 where a row is inactive). xs [T, k, B, ...] are the (transformed)
+        inputs, ys and bws [T, k, B] the labels and batch weights, active[t] (non-increasing)
+        the rows that take step t, a prefix. Exactly T calls of sgd_step on the active rows."""
+        losses = w.new_zeros(len(active), w.shape[0])
+        for t, ka in enumerate(active):
+            losses[t, :ka] = self.sgd_step(
+                w[:ka], xs[t, :ka], ys[t, :ka], bws[t, :ka], lr, weight_decay
+            )
+        return losses
+
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
         """Initial flat parameters [D], drawn from gen the way the reference module would be."""
         raise NotImplementedError

@@ -125,7 +125,7 @@ class BatchedMLP(BatchedModel):
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
         if T == 1 or len(self.sizes) < 3:  # no hidden layer: nothing to gain (logreg)
-            return self._steps_one_by_one(w, xs, ys, bws, active, lr, weight_decay)
+            return super().sgd_steps(w, xs, ys, bws, active, lr, weight_decay)
         losses = torch.zeros(T, k, dtype=w.dtype, device=w.device)
         params = self.unflatten(w)
         w1, b1 = params[0], params[1]  # [k, h, n], [k, h]
@@ -181,14 +181,6 @@ class BatchedMLP(BatchedModel):
             d_all.view(k, T, -1, d_all.shape[2]).mul_(coef.view(k, T, 1, 1))
             w1.mul_((decay**f).view(k, 1, 1))
         w1.baddbmm_(d_all.transpose(1, 2), x_all, alpha=-lr)
-
-    def _steps_one_by_one(self, w, xs, ys, bws, active, lr, weight_decay):
-        losses = torch.zeros(len(active), active[0], dtype=w.dtype, device=w.device)
-        for t, ka in enumerate(active):
-            losses[t, :ka] = self.sgd_step(
-                w[:ka], xs[t, :ka], ys[t, :ka], bws[t, :ka], lr, weight_decay
-            )
-        return losses
 
     @staticmethod
     def _update_layer(weight_i, bias_i, dz, act, lr, weight_decay):

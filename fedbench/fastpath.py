@@ -1,0 +1,107 @@
+"""Compiled local rounds for small models (multinomial logistic regression, the quadratic model).
+
+A logreg step (60 -> 10, B = 10) is ~25 kFLOP: through torch it costs 100x that in dispatch. Here
+one numba loop runs a whole round: rows one after another (plain SGD keeps devices independent),
+each gathering its mini-batches by index from the train arrays and updating its model in place.
+
+The loop takes the round only where it is exactly the engine's per-step path (same batches, same
+steps, same arithmetic up to rounding; tests/test_fastpath.py): a CPU engine, no input pipeline,
+no momentum or clipping, no BatchNorm buffers, and a local step that is one of
+    w <- w - lr (g + wd w + mu (w - w_global)) - lr drift
+(plain SGD; FedProx's and FedNova's proximal term; SCAFFOLD's drift c - c_i). Anything else
+returns None and the engine runs its torch loop. FEDBENCH_FASTPATH=0 (or Engine.fastpath =
+False) forces the torch loop, for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+ENABLED = os.environ.get("FEDBENCH_FASTPATH", "1") != "0"
+
+
+def local_step_terms(method) -> tuple[float, str | None] | None:
+    """(mu, drift key) of the method's local step g + mu (w - w_global) + local[drift], or None
+    when its step has another form."""
+    from fedbench.methods.fednova import FedNova
+    from fedbench.methods.fedprox import FedProx
+
+    if method.plain_local_sgd:
+        return 0.0, None
+    if method.local_drift is not None:
+        return 0.0, method.local_drift
+    step = type(method).local_step
+    try:
+        if step is FedProx.local_step:
+            return float(method.mu), None
+        if step is FedNova.local_step:
+            return float(method.p.mu), None
+    except AttributeError:  # a method that keeps mu elsewhere: the torch path
+        return None
+    return None
+
+
+def _kernel(model):
+    """The compiled round for this model, or None (also when numba cannot load: no numba, or
+    no writable cache folder)."""
+    from fedbench.models.mlp import BatchedMLP
+    from fedbench.models.quadratic import BatchedQuadratic
+
+    name = None
+    if type(model) is BatchedMLP and len(model.sizes) == 2:
+        name = "logreg_round"
+    elif type(model) is BatchedQuadratic:
+        name = "quadratic_round"
+    if name is None:
+        return None
+    try:
+        from fedbench import _fastloops
+    except (ImportError, RuntimeError):
+        return None
+    return getattr(_fastloops, name)
+
+
+def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor | None:
+    """Train w [K, D] in place over the whole round; return the per-step losses [K, S], or None
+    when this round is not one the compiled loop reproduces exactly."""
+    cfg, data = engine.cfg, engine.data
+    if not (engine.fastpath and engine.device.type == "cpu"):
+        return None
+    if cfg.momentum or cfg.grad_clip is not None or engine.model.buffer_dim:
+        return None
+    if data.pipeline is not None or w.dtype not in (torch.float32, torch.float64):
+        return None
+    if data.train_x.dtype != w.dtype or data.train_y.dtype != torch.long:
+        return None
+    terms = local_step_terms(engine.method)
+    kernel = _kernel(engine.model)
+    if terms is None or kernel is None:
+        return None
+    mu, drift_key = terms
+    k, s_max = plan.k, plan.batch_idx.shape[1]
+    drift = local[drift_key] if drift_key else w.new_zeros(0, 0)
+    wg = ctx.global_w.expand(k, -1)
+    step_loss = torch.zeros(k, s_max, dtype=w.dtype)
+    arrays = (
+        w,
+        wg.contiguous(),
+        drift.contiguous(),
+        data.train_x.flatten(1).contiguous(),
+        data.train_y,
+        plan.batch_idx.contiguous(),
+        plan.batch_weight.contiguous(),
+        plan.steps.to(torch.long).contiguous(),
+    )
+    if not w.is_contiguous():
+        return None
+    kernel(
+        *(a.numpy() for a in arrays),
+        float(ctx.lr),
+        float(cfg.weight_decay),
+        mu,
+        bool(drift_key),
+        step_loss.numpy(),
+    )
+    return step_loss
