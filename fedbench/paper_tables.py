@@ -17,6 +17,7 @@ the reason; it never stops the rest of the table.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -31,9 +32,10 @@ from fedbench.errors import FedbenchError
 QUAD_GROUP = "quad_group"  # config field choosing the SFL quadratic group (1..4)
 QUAD_DISTANCE = "dist_to_opt"  # per-round |x - x*| in rounds.parquet (SFL quadratic)
 DISSIMILARITY = "dissimilarity"  # per-round FedProx gradient dissimilarity in rounds.parquet
-DISSIMILARITY_OVERRIDES: dict[str, Any] = {}  # fields that switch its recording on, if any
-ADAPTIVE_MU = {"adaptive_mu": True}  # fedprox parameters for FedProx's adaptive mu (App. C.3.3)
-IMBALANCE = "imbalance"  # config field xi = |X_large| / |X_small| (FedLGA Fig. 10)
+DISSIMILARITY_OVERRIDES: dict[str, Any] = {"dissimilarity": True}  # fedprox records it only then
+ADAPTIVE_MU = {"adaptive": True}  # fedprox parameters for FedProx's adaptive mu (App. C.3.3)
+IMBALANCE = "xi"  # config field xi = |X_large| / |X_small| (FedLGA Fig. 10) ...
+IMBALANCE_SPLIT = {"partition": "imbalance"}  # ... read only by this split
 SOFTMAX_T = "T"  # fedsoftmax parameter T (the code's multiplier of the loss, spec §6.2)
 # FedSoftMax's data "frameworks" (spec §6.5): IID, and shard splits of 60 / 100 shards
 FRAMEWORKS: dict[str, dict[str, Any]] = {
@@ -162,7 +164,20 @@ class TableSpec:
         return (dataset,)
 
     def cells(self, dataset: str | None = None) -> list[Cell]:
-        return [c for ds in self.variants(dataset) for c in self.build(ds)]
+        return [_reported(c) for ds in self.variants(dataset) for c in self.build(ds)]
+
+
+def _reported(cell: Cell) -> Cell:
+    """The cell without its paper reference where the paper's table has no number for this
+    dataset at all (builders name refs for every dataset; papers report some). A ref into a
+    table that covers the dataset is kept, so a misspelt method or setting still shows."""
+    ref = cell.paper
+    if ref is None:
+        return cell
+    df = paper_values()
+    ds = ref.dataset or cell.dataset
+    covered = (df["paper"] == ref.paper) & (df["table"] == ref.table) & (df["dataset"] == ds)
+    return cell if covered.any() else dataclasses.replace(cell, paper=None)
 
 
 def runs(
@@ -177,8 +192,35 @@ def runs(
     **overrides,
 ) -> Cell:
     """A cell reduced from runs of `preset` with `overrides` (values may be callables of the
-    config built so far, e.g. tau_max = E - 1)."""
+    config built so far, e.g. tau_max = E - 1). Names are checked here, so a spec that drifts
+    from the config or a method's parameters fails when it is built, not as n/a cells."""
+    check_override_names(preset, overrides, f"{ds} / {row} / {col}")
     return Cell(ds, row, col, metric, preset, tuple(overrides.items()), paper, x=x, seeds=seeds)
+
+
+class SpecError(FedbenchError):
+    """A table spec names a config field or method parameter this build does not have."""
+
+
+def check_override_names(preset: str, overrides: dict[str, Any], where: str) -> None:
+    """Every key must be a RunConfig field (or paper alias) or a parameter of the cell's method
+    (the override's, else the preset's). A method this build lacks is left to the cell (n/a)."""
+    from fedbench.config import ALIASES, FIELD_TYPES
+    from fedbench.methods import METHODS
+    from fedbench.presets import PRESETS
+
+    method = overrides.get("method") or PRESETS.get(preset, ("", {}))[1].get("method", "fedavg")
+    if method not in METHODS:
+        return
+    params = {f.name for f in dataclasses.fields(METHODS[method].Params)}
+    for key in overrides:
+        name = ALIASES.get(key, key)
+        if name in FIELD_TYPES or name.removeprefix("method.") in params:
+            continue
+        raise SpecError(
+            f"table cell {where}: {key!r} is neither a config field nor a parameter of "
+            f"method {method} ({', '.join(sorted(params)) or 'none'})"
+        )
 
 
 # ---------------------------------------------------------------- metrics
@@ -449,7 +491,9 @@ def _best_acc(ds: str) -> list[Cell]:
     col = "best acc %"
     out = []
     for m, label in FEDLGA_METHODS:
-        ref = PaperRef("fedlga", "text_best_acc", label, "best_test_accuracy_pct", "default")
+        ref = None
+        if m in ("fedlga", "fedavg"):  # the text's absolute numbers (the rest: differences)
+            ref = PaperRef("fedlga", "text_best_acc", label, "best_test_accuracy_pct", "default")
         out.append(runs(ds, label, col, "best_acc", f"fedlga-{ds}", ref, method=m))
         if m != "fedlga":
             out.append(
@@ -514,7 +558,7 @@ def _fedlga_ablation(param: str, grid, key: str, paper_for) -> Callable[[str], l
         for v in grid:
             over = {key: v}
             if param == "xi":  # Fig. 10 uses P = 3 (CIFAR-10) and 30 (CIFAR-100)
-                over["P"] = 30 if ds == "cifar100" else 3
+                over.update(IMBALANCE_SPLIT, P=30 if ds == "cifar100" else 3)
             for row, metric, paper in (
                 ("rounds to target", "rounds_to_target", paper_for(ds, v)),
                 ("best acc %", "best_acc", None),
