@@ -441,6 +441,8 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
 
     from fedbench.paper_tables import get_table
     from fedbench.tables import (
+        claim_lines,
+        claims_summary,
         console,
         evaluate_table,
         header_lines,
@@ -462,6 +464,8 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
         for line in table_notes(result):
             if not line.startswith("skipped: "):
                 c.print(line, highlight=False, markup=False, soft_wrap=True)
+        for line in claim_lines(result):
+            c.print(line, highlight=False, markup=False, soft_wrap=True)
         return
     opts = " ".join(x for x in (f"--dataset {dataset}" if dataset else "", sel.options()) if x)
     cmd = f"fedbench table {name} {opts} --format {fmt}".replace("  ", " ")
@@ -474,6 +478,8 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
     click.echo(f"wrote {path}")
     for line in result.fill_commands():
         click.echo(f"missing runs; fill them with: {line}")
+    if result.claims:
+        click.echo(claims_summary(result))
 
 
 def _table_summary(results, fmt, out, on_error):

@@ -152,6 +152,7 @@ class TableSpec:
     plot: PlotSpec | None = None
     notes: tuple[str, ...] = ()
     is_table: bool = True  # False: a figure only (fedbench plot NAME)
+    claims: tuple[Claim, ...] = ()  # the paper's qualitative claims, checked over the cells
 
     def variants(self, dataset: str | None = None) -> tuple[str, ...]:
         if dataset is None:
@@ -221,6 +222,192 @@ def check_override_names(preset: str, overrides: dict[str, Any], where: str) -> 
             f"table cell {where}: {key!r} is neither a config field nor a parameter of "
             f"method {method} ({', '.join(sorted(params)) or 'none'})"
         )
+
+
+# ---------------------------------------------------------------- claims
+# A claim is one line of the paper's text and a check over one dataset's cells. Checks read
+# cells through a view (fedbench.tables.CellView): v.mean(row, col) is our mean (None when the
+# cell is missing or n/a, math.inf when the target was not reached), v.paper(row, col) the
+# paper's PaperValue (or None), v.dataset the dataset. A row may be a callable of the dataset.
+
+
+@dataclass(frozen=True)
+class Verdict:
+    holds: bool | None  # None: n/a (cells missing, or nothing to decide)
+    ours: str
+    paper: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    check: Callable[[Any], Verdict] = field(repr=False)
+    datasets: tuple[str, ...] | None = None  # None: every dataset of the table
+    source: str = ""  # where the paper says it, shown when the check has no paper numbers
+
+
+Ref = tuple[Any, str]  # (row or row(dataset), col)
+
+
+def _show(v) -> str:
+    if v is None:
+        return "missing"
+    if isinstance(v, float):
+        return "not reached" if math.isinf(v) else f"{v:.3g}"
+    return str(v)
+
+
+def _label(v, ref: Ref) -> str:
+    row = v.row(ref[0])
+    return row if len(v.cols) == 1 else f"{row} {ref[1]}"
+
+
+def _pv(v, ref: Ref):
+    p = v.paper(*ref)
+    return None if p is None or isinstance(p.value, str) else float(p.value)
+
+
+def _na(v, refs, paper="") -> Verdict | None:
+    """n/a when a cell is missing, or when every cell is 'not reached' (nothing to order)."""
+    vals = [v.mean(*r) for r in refs]
+    missing = [_label(v, r) for r, x in zip(refs, vals) if x is None]
+    if missing:
+        return Verdict(None, f"missing: {', '.join(missing[:3])}", paper)
+    if all(isinstance(x, float) and math.isinf(x) for x in vals):
+        return Verdict(None, "none reached the target", paper)
+    return None
+
+
+def _listing(v, refs, values) -> str:
+    return ", ".join(f"{_label(v, r)} {_show(x)}" for r, x in zip(refs, values))
+
+
+def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -> Callable:
+    """`best` beats every one of `others` (lower value, or higher with lower=False)."""
+
+    def check(v) -> Verdict:
+        refs = [best, *others]
+        paper_vals = [_pv(v, r) for r in refs]
+        paper = stated
+        if all(p is not None for p in paper_vals):
+            paper = _listing(v, refs, paper_vals)
+        na = _na(v, refs, paper)
+        if na:
+            return na
+        a = v.mean(*best)
+        rest = [v.mean(*r) for r in others]
+        ok = all((a < b) if lower else (a > b) for b in rest)
+        if lower:  # a tie in 'not reached' is not a win
+            ok = ok and not math.isinf(a)
+        return Verdict(ok, _listing(v, refs, [a, *rest]), paper)
+
+    return check
+
+
+def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Callable:
+    """The cells' values are monotone along refs (ties allowed)."""
+
+    def check(v) -> Verdict:
+        paper_vals = [_pv(v, r) for r in refs]
+        paper = _listing(v, refs, paper_vals) if None not in paper_vals else stated
+        na = _na(v, refs, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in refs]
+        pairs = list(zip(vals, vals[1:]))
+        ok = all((a <= b) if increasing else (a >= b) for a, b in pairs)
+        return Verdict(ok, _listing(v, refs, vals), paper)
+
+    return check
+
+
+def ratio_near(num: Ref, den: Ref, tol: float = 0.25, paper_ratio: float | None = None):
+    """ours num/den within a factor (1 + tol) of the paper's (its cells' ratio, or given)."""
+
+    def check(v) -> Verdict:
+        pn, pd_ = _pv(v, num), _pv(v, den)
+        want = paper_ratio if paper_ratio is not None else (pn / pd_ if pn and pd_ else None)
+        if want is None:
+            return Verdict(None, "the paper gives no ratio here")
+        paper = f"{want:.2f}x (within {tol:.0%})"
+        na = _na(v, [num, den], paper)
+        if na:
+            return na
+        a, b = v.mean(*num), v.mean(*den)
+        if math.isinf(a) or math.isinf(b) or b == 0:
+            return Verdict(None, f"{_show(a)} / {_show(b)}", paper)
+        r = a / b
+        return Verdict(want / (1 + tol) <= r <= want * (1 + tol), f"{r:.2f}x", paper)
+
+    return check
+
+
+def within_ci(refs: list[Ref]) -> Callable:
+    """Every cell's mean inside the paper's interval."""
+
+    def check(v) -> Verdict:
+        have = [r for r in refs if v.paper(*r) is not None and v.paper(*r).low is not None]
+        if not have:
+            return Verdict(None, "the paper gives no interval here")
+        paper = ", ".join(f"{_label(v, r)} {v.paper(*r).text}" for r in have)
+        na = _na(v, have, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in have]
+        ok = all(v.paper(*r).low <= x <= v.paper(*r).high for r, x in zip(have, vals))
+        return Verdict(ok, _listing(v, have, vals), paper)
+
+    return check
+
+
+def same_as_paper(refs: list[Ref], rel: float = 0.0) -> Callable:
+    """Every cell equals the paper's value (strings), or is within rel of it (numbers)."""
+
+    def check(v) -> Verdict:
+        have = [r for r in refs if v.paper(*r) is not None]
+        if not have:
+            return Verdict(None, "the paper gives no value here")
+        pvals = [v.paper(*r).value for r in have]
+        paper = _listing(v, have, pvals)
+        na = _na(v, have, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in have]
+        ok = all(
+            x == p if isinstance(p, str) or isinstance(x, str) else abs(x - p) <= rel * abs(p)
+            for x, p in zip(vals, pvals)
+        )
+        return Verdict(ok, _listing(v, have, vals), paper)
+
+    return check
+
+
+def reached(refs: list[Ref], stated: str = "") -> Callable:
+    """Every cell reached the target (a finite number of rounds)."""
+
+    def check(v) -> Verdict:
+        vals = [v.mean(*r) for r in refs]
+        if None in vals:
+            return _na(v, refs, stated) or Verdict(None, "missing", stated)
+        ok = not any(isinstance(x, float) and math.isinf(x) for x in vals)
+        return Verdict(ok, _listing(v, refs, vals), stated)
+
+    return check
+
+
+def every(*checks: Callable) -> Callable:
+    """All checks hold (n/a if any is n/a); ours and paper: the failing or first part."""
+
+    def check(v) -> Verdict:
+        out = [c(v) for c in checks]
+        na = [x for x in out if x.holds is None]
+        if na:
+            return na[0]
+        bad = [x for x in out if not x.holds]
+        first = bad[0] if bad else out[0]
+        return Verdict(not bad, first.ours, first.paper)
+
+    return check
 
 
 # ---------------------------------------------------------------- metrics
@@ -893,6 +1080,239 @@ def _data_stats(ds: str) -> list[Cell]:
     ]
 
 
+# ---------------------------------------------------------------- the papers' claims
+
+_TO = "rounds to target"
+_BASELINES = [label for _, label in FEDLGA_METHODS[1:]]
+_TAU_ROWS = [f"FedLGA tau_max={f}E" for f in TAU_FRACTIONS]
+
+
+def _fedlga_first(col_of) -> Callable:
+    """FedLGA needs fewer rounds than every baseline in each of the columns col_of gives."""
+    return every(
+        *(lowest(("FedLGA", c), [(b, c) for b in _BASELINES], stated="text") for c in col_of)
+    )
+
+
+TAU_CLAIMS = (
+    Claim(
+        "FedLGA (tau_max = 0.8E) needs fewer rounds to the target than FedAvg",
+        lowest((FEDLGA_TAU_ROW, _TO), [("FedAvg", _TO)]),
+    ),
+    Claim(
+        "FedAvg needs about 1.9x (FMNIST, CIFAR-100) / 1.6x (CIFAR-10) FedLGA's rounds",
+        ratio_near(("FedAvg", _TO), (FEDLGA_TAU_ROW, _TO)),
+    ),
+    Claim(
+        "at every tau_max FedLGA needs fewer rounds than every baseline",
+        every(*(lowest((r, _TO), [(b, _TO) for b in _BASELINES]) for r in _TAU_ROWS)),
+    ),
+    Claim(
+        "FedLGA degrades as tau_max grows (rounds: 0.2E <= 0.4E <= 0.6E <= 0.8E)",
+        ordered([(r, _TO) for r in reversed(_TAU_ROWS)]),
+    ),
+)
+RUNTIME_CLAIMS = (
+    Claim(
+        "FedLGA reaches the target in the least total time of all methods",
+        lowest(
+            ("FedLGA", "total s to target"),
+            [(b, "total s to target") for b in _BASELINES],
+            stated="text: best total time on all three datasets",
+        ),
+    ),
+    Claim(
+        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server)",
+        every(
+            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")]),
+            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")]),
+        ),
+    ),
+)
+BEST_ACC_CLAIMS = (
+    Claim(
+        "FedLGA has the best test accuracy of all methods",
+        lowest(
+            ("FedLGA", "best acc %"),
+            [(b, "best acc %") for b in _BASELINES],
+            lower=False,
+            stated="text: best on each dataset",
+        ),
+    ),
+    Claim(
+        "FedLGA improves FedAvg's best accuracy (64.44 vs 60.91 % on CIFAR-10)",
+        lowest(("FedLGA", "best acc %"), [("FedAvg", "best acc %")], lower=False),
+    ),
+)
+EPOCHS_CLAIMS = (
+    Claim(
+        "at every E FedLGA needs fewer rounds than every baseline",
+        _fedlga_first([f"E={e}" for e in E_GRID]),
+    ),
+    Claim(
+        "at E = 8 FedAvg needs about 2x FedLGA's rounds (104 vs 52)",
+        ratio_near(("FedAvg", "E=8"), ("FedLGA", "E=8")),
+        datasets=("fmnist",),
+    ),
+)
+RHO_CLAIMS = (
+    Claim(
+        "at every rho FedLGA needs fewer rounds than every baseline",
+        _fedlga_first([f"rho={r}" for r in RHO_GRID]),
+    ),
+)
+DEVICES_CLAIMS = (
+    Claim(
+        "FedLGA learns better as N grows (best accuracy: N=30 <= 50 <= 100)",
+        ordered([("best acc %", f"N={n}") for n in N_GRID], stated="text and Fig. 8"),
+    ),
+    Claim(
+        "FedLGA converges faster as N grows (rounds: N=30 >= 50 >= 100)",
+        ordered([(_TO, f"N={n}") for n in N_GRID], increasing=False, stated="text and Fig. 8"),
+    ),
+)
+SAMPLED_CLAIMS = (
+    Claim(
+        "FedLGA needs fewer rounds as K grows (K=5 >= 10 >= 25)",
+        ordered([(_TO, f"K={k}") for k in K_GRID], increasing=False, stated="text and Fig. 9"),
+    ),
+    Claim(
+        "K = 25 needs 46% fewer rounds than K = 10 (78 vs 145 on CIFAR-100)",
+        ratio_near((_TO, "K=25"), (_TO, "K=10")),
+        datasets=("cifar100",),
+    ),
+)
+IMBALANCE_CLAIMS = (
+    Claim(
+        "FedLGA degrades as xi grows (best accuracy: xi=1 >= 2 >= 3)",
+        ordered([("best acc %", f"xi={x}") for x in XI_GRID], False, "text and Fig. 10"),
+    ),
+    Claim(
+        "FedLGA still reaches the target at every xi",
+        reached([(_TO, f"xi={x}") for x in XI_GRID], "text"),
+    ),
+)
+SFL_CLAIMS = (
+    Claim(
+        "SFL beats PFL at C = 1 (extreme heterogeneity) for both models and every K",
+        every(
+            *(
+                lowest((f"{m} SFL", f"C=1 K={k}"), [(f"{m} PFL", f"C=1 K={k}")], lower=False)
+                for m in SFL_MODELS
+                for k in SFL_K
+            )
+        ),
+    ),
+)
+QUADRATIC_CLAIMS = (
+    Claim(
+        "zeta* and delta of the four groups are Table 2's",
+        same_as_paper([(f"Group {g}", c) for g in QUAD_GROUPS for c in ("zeta*", "delta")], 1e-9),
+    ),
+    Claim(
+        "SFL ends closer to x* in groups 1, 3, 4 and PFL in group 2 (Fig. 1), for K = 2 and 10",
+        same_as_paper([(f"Group {g}", f"winner K={k}") for g in QUAD_GROUPS for k in QUAD_K]),
+    ),
+)
+_FW = tuple(FRAMEWORKS)  # TNIID, NIID, IID
+R90_CLAIMS = (
+    Claim(
+        "FedSoftMax reaches 90% in fewer rounds than FedAvg on TNIID and NIID",
+        every(*(lowest(("FedSoftMax", fw), [("FedAvg", fw)]) for fw in ("TNIID", "NIID"))),
+    ),
+    Claim(
+        "every R90 lies within the paper's 95% interval",
+        within_ci([(m, fw) for _, m in SOFTMAX_METHODS for fw in _FW]),
+    ),
+)
+SMOOTHNESS_CLAIMS = (
+    Claim(
+        "FedSoftMax's accuracy curve is less smooth than FedAvg's on TNIID and NIID",
+        every(
+            *(lowest(("FedSoftMax", fw), [("FedAvg", fw)], lower=False) for fw in ("TNIID", "NIID"))
+        ),
+    ),
+)
+TEMPERATURE_CLAIMS = (
+    Claim(
+        "a higher temperature converges faster (R90: T=5 >= 10 >= 20 >= 30)",
+        ordered([(f"FedSoftMax T={t}", "R90") for t in T_GRID], False, "text and Fig. 5"),
+    ),
+    Claim(
+        "FedSoftMax at T = 30 reaches 90% before FedAvg",
+        lowest((f"FedSoftMax T={T_GRID[-1]}", "R90"), [("FedAvg", "R90")], stated="Fig. 5"),
+    ),
+)
+
+
+def _mu_row(ds: str) -> str:
+    return f"FedProx mu={best_mu(ds):g}"
+
+
+STRAGGLERS_CLAIMS = (
+    Claim(
+        "FedProx mu>0 ends with a lower training loss than FedAvg at 50% and 90% stragglers",
+        every(*(lowest((_mu_row, f"loss {s}"), [("FedAvg", f"loss {s}")]) for s in ("50%", "90%"))),
+        source="Fig. 1",
+    ),
+    Claim(
+        "FedProx mu>0 ends with a lower training loss than mu=0 at 90% stragglers",
+        lowest((_mu_row, "loss 90%"), [("FedProx mu=0", "loss 90%")], stated="Fig. 1"),
+    ),
+    Claim(
+        "keeping stragglers' partial work (mu=0) beats dropping them (FedAvg) at 90%",
+        lowest(("FedProx mu=0", "loss 90%"), [("FedAvg", "loss 90%")], stated="Fig. 1"),
+    ),
+    Claim(
+        "FedProx mu>0 has a higher test accuracy than FedAvg at 90% stragglers (+22 points "
+        "on average over the datasets)",
+        lowest((_mu_row, "acc 90%"), [("FedAvg", "acc 90%")], lower=False, stated="Fig. 7"),
+    ),
+)
+_PROX0, _PROX1 = "FedAvg (FedProx mu=0)", "FedProx mu=1"
+DISSIMILARITY_CLAIMS = (
+    Claim(
+        "mu = 1 gives a smaller gradient dissimilarity than mu = 0",
+        lowest((_PROX1, "mean dissimilarity"), [(_PROX0, "mean dissimilarity")], stated="Fig. 2"),
+    ),
+    Claim(
+        "on heterogeneous data mu = 1 ends with a lower training loss than mu = 0",
+        lowest((_PROX1, "final train loss"), [(_PROX0, "final train loss")], stated="Fig. 2"),
+        datasets=("synthetic-0.5-0.5", "synthetic-1-1"),
+    ),
+)
+
+
+def _adaptive_row(ds: str) -> str:
+    return f"FedProx adaptive mu (from {1.0 if ds == 'synthetic-iid' else 0.0:g})"
+
+
+def _adaptive_near_best(v) -> Verdict:
+    """Adaptive mu's final loss within 10% of the better fixed mu's (Fig. 3: 'works well')."""
+    col = "final train loss"
+    refs = [(_adaptive_row, col), (_PROX0, col), (_PROX1, col)]
+    na = _na(v, refs, "Fig. 3: close to the better fixed mu")
+    if na:
+        return na
+    a, best = v.mean(*refs[0]), min(v.mean(*refs[1]), v.mean(*refs[2]))
+    return Verdict(a <= 1.1 * best, _listing(v, refs, [v.mean(*r) for r in refs]), "Fig. 3")
+
+
+ADAPTIVE_MU_CLAIMS = (
+    Claim(
+        "adaptive mu ends within 10% of the better fixed mu's training loss", _adaptive_near_best
+    ),
+)
+DATA_STATS_CLAIMS = (
+    Claim(
+        "devices and samples are Table 1's (within 1%)",
+        lambda v: same_as_paper(
+            [(f"fedprox-{v.dataset}", c) for c in ("devices", "samples")], 0.01
+        )(v),
+    ),
+)
+
+
 # ---------------------------------------------------------------- the registry
 
 _CURVES = ("test_acc", "train_loss")
@@ -913,6 +1333,7 @@ TABLES: dict[str, TableSpec] = {
                 "fedbench plot runtime draws the learning curves of these runs (the default "
                 "setting: FedLGA Figs. 3-4, test accuracy and training loss).",
             ),
+            claims=RUNTIME_CLAIMS,
         ),
         TableSpec(
             "tau",
@@ -925,6 +1346,7 @@ TABLES: dict[str, TableSpec] = {
                 "baselines run at tau_max = E-1; 'x FedLGA's rounds' is a baseline's rounds "
                 "over FedLGA's (paper: the CIFAR-100 text, 1.9x ... 1.1x).",
             ),
+            claims=TAU_CLAIMS,
         ),
         TableSpec(
             "best-acc",
@@ -938,6 +1360,7 @@ TABLES: dict[str, TableSpec] = {
                 "5.7, 3.8, ... %; the CSV's FedAvg 60.91% reads them as relative, the "
                 "'FedLGA minus this' column as points.",
             ),
+            claims=BEST_ACC_CLAIMS,
         ),
         TableSpec(
             "epochs",
@@ -950,6 +1373,7 @@ TABLES: dict[str, TableSpec] = {
                 "tau_max = E-1, rho = 0.5. The figure's E grid is not in the text (E=8 is); "
                 "E=5 matches Table VI.",
             ),
+            claims=EPOCHS_CLAIMS,
         ),
         TableSpec(
             "rho",
@@ -961,6 +1385,7 @@ TABLES: dict[str, TableSpec] = {
             ),
             plot=PlotSpec("versus", "rounds_to_target", xlabel="rho"),
             notes=("E = 5, tau_max = E-1; rho = 0.5 matches Table VI.",),
+            claims=RHO_CLAIMS,
         ),
         TableSpec(
             "devices",
@@ -969,6 +1394,7 @@ TABLES: dict[str, TableSpec] = {
             ("cifar10", "cifar100"),
             _fedlga_ablation("N", N_GRID, "N", _n_paper),
             plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+            claims=DEVICES_CLAIMS,
         ),
         TableSpec(
             "sampled",
@@ -977,6 +1403,7 @@ TABLES: dict[str, TableSpec] = {
             ("cifar10", "cifar100"),
             _fedlga_ablation("K", K_GRID, "K", _k_paper),
             plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+            claims=SAMPLED_CLAIMS,
         ),
         TableSpec(
             "imbalance",
@@ -985,6 +1412,7 @@ TABLES: dict[str, TableSpec] = {
             ("cifar10", "cifar100"),
             _fedlga_ablation("xi", XI_GRID, IMBALANCE, lambda ds, v: None),
             plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+            claims=IMBALANCE_CLAIMS,
         ),
         TableSpec(
             "sfl",
@@ -998,6 +1426,7 @@ TABLES: dict[str, TableSpec] = {
                 "ours: mean of the last 25 evaluations (spec §5.2), mean and spread over "
                 "seeds; the paper's +- (not compared) is likely the std of those 25 points.",
             ),
+            claims=SFL_CLAIMS,
         ),
         TableSpec(
             "quadratic",
@@ -1011,6 +1440,7 @@ TABLES: dict[str, TableSpec] = {
                 f"lr = {QUAD_LR}, R from the preset; the band in the plot is min-max over "
                 "seeds (SFL's random order).",
             ),
+            claims=QUADRATIC_CLAIMS,
         ),
         TableSpec(
             "r90",
@@ -1025,6 +1455,7 @@ TABLES: dict[str, TableSpec] = {
                 "R90 counts round 0 (before training) as index 0; spread: mean +- 1.96 "
                 "std/sqrt(runs), as the paper's interval.",
             ),
+            claims=R90_CLAIMS,
         ),
         TableSpec(
             "smoothness",
@@ -1038,6 +1469,7 @@ TABLES: dict[str, TableSpec] = {
                 "std(diff(c))/|mean(diff(c))| per run (spec §6.6), c = clients' local "
                 "accuracy (local_acc; train_acc or test_acc when not recorded).",
             ),
+            claims=SMOOTHNESS_CLAIMS,
         ),
         TableSpec(
             "temperature",
@@ -1047,6 +1479,7 @@ TABLES: dict[str, TableSpec] = {
             _temperature,
             seeds=SOFTMAX_SEEDS,
             plot=PlotSpec("curves", "r90", ("test_acc",), panels="dataset"),
+            claims=TEMPERATURE_CLAIMS,
         ),
         TableSpec(
             "participation",
@@ -1069,6 +1502,7 @@ TABLES: dict[str, TableSpec] = {
                 "FedAvg drops stragglers, FedProx keeps their partial work (the paper's "
                 "setup); the paper reports FedProx +22% test accuracy on average at 90%.",
             ),
+            claims=STRAGGLERS_CLAIMS,
         ),
         TableSpec(
             "dissimilarity",
@@ -1079,6 +1513,7 @@ TABLES: dict[str, TableSpec] = {
             plot=PlotSpec(
                 "curves", "final_train_loss", ("train_loss", DISSIMILARITY), panels="dataset"
             ),
+            claims=DISSIMILARITY_CLAIMS,
         ),
         TableSpec(
             "adaptive-mu",
@@ -1087,6 +1522,7 @@ TABLES: dict[str, TableSpec] = {
             ("synthetic-iid", "synthetic-1-1"),
             _adaptive_mu,
             plot=PlotSpec("curves", "final_train_loss", ("train_loss",), panels="dataset"),
+            claims=ADAPTIVE_MU_CLAIMS,
         ),
         TableSpec(
             "data-stats",
@@ -1095,6 +1531,7 @@ TABLES: dict[str, TableSpec] = {
             ("mnist", "femnist", "shakespeare", "sent140"),
             _data_stats,
             seeds=(),
+            claims=DATA_STATS_CLAIMS,
         ),
     )
 }
