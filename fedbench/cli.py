@@ -421,7 +421,8 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
 
     NAME is a paper table (runtime, tau, best-acc, epochs, rho, devices, sampled,
     imbalance, sfl, quadratic, r90, smoothness, temperature, stragglers, dissimilarity,
-    adaptive-mu, data-stats) or `summary` (one line per run). Without NAME: the list.
+    adaptive-mu, data-stats), `summary` (one line per run) or `report` (OUT/REPORT.md: every
+    table with runs, its claims' verdicts, scale and commands). Without NAME: the list.
     Cells whose runs are missing say so, with the `fedbench sweep` command that fills them.
 
     \b
@@ -430,12 +431,16 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
       fedbench table tau --dataset fmnist --format md     # writes tables/tau_fmnist.md
       fedbench table stragglers --preset default --set rounds=20 --seeds 0
       fedbench table summary --format csv
+      fedbench table report                             # writes tables/REPORT.md
     """
     if name is None:
         list_specs(figures=False)
         return
     if name == "summary":
         _table_summary(results, fmt, out, on_error)
+        return
+    if name == "report":
+        _table_report(results, out, on_error)
         return
     from rich.console import Console
 
@@ -480,6 +485,18 @@ def table(name, dataset, seeds, preset, sets, results, fmt, out, on_error, sprea
         click.echo(f"missing runs; fill them with: {line}")
     if result.claims:
         click.echo(claims_summary(result))
+
+
+def _table_report(results, out, on_error):
+    """OUT/REPORT.md: every paper table with runs in RESULTS, its verdicts, scale, commands."""
+    from fedbench.report import write_report
+    from fedbench.tables import claims_summary
+
+    path, entries = write_report(results, out, on_error)
+    for e in entries:
+        ds = e.result.selection.dataset or "all datasets"
+        click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")
+    click.echo(f"wrote {path}")
 
 
 def _table_summary(results, fmt, out, on_error):

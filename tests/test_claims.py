@@ -175,3 +175,46 @@ def test_table_command_ends_with_its_claims(tmp_path):
         "% claims: 1 of 4 reproduced"
         in (tmp_path / "t" / "stragglers_synthetic-1-1.tex").read_text()
     )
+
+
+def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
+    """A tiny results folder: the stragglers runs at a cut (5 rounds, N 6, K 3, seeds 0,1) and
+    the table file that names them; `fedbench table report` finds both and writes REPORT.md."""
+    from fedbench.report import parse_table_command
+
+    res, tdir = tmp_path / "results", tmp_path / "tables"
+    _stragglers_results(res)
+    args = _stragglers_args(res)
+    r = invoke("table", "stragglers", *args, "--format", "md", "--out", tdir)
+    assert r.exit_code == 0, r.output
+    (tdir / "notes.md").write_text("no header here\n")  # other files are left alone
+    r = invoke("table", "report", "--results", res, "--out", tdir)
+    assert r.exit_code == 0, r.output
+    assert "stragglers (synthetic-1-1): claims: 1 of 4 reproduced" in r.output
+    text = (tdir / "REPORT.md").read_text()
+    assert text.startswith(f"<!-- made by: fedbench table report --results {res} --out {tdir}")
+    row = "| stragglers | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 of 4"
+    assert row in text and "reproduced | cut |" in text
+    assert "- scale: cut: rounds 5 (paper 200); N 6 (paper 30); K 3 (paper 10); seeds 0,1" in text
+    assert "(paper 0,1,2)" in text
+    assert (
+        "- runs made by: `fedbench sweep --table stragglers --dataset synthetic-1-1 "
+        "--preset default --seeds 0,1 --set rounds=5" in text
+    )
+    assert "(file `stragglers_synthetic-1-1.md`)" in text
+    assert "- not reproduced: FedProx mu>0 ends with a lower training loss" in text
+    assert text.count("## ") == 1  # no other table has runs here
+    name, sel, ignored = parse_table_command(
+        "fedbench table tau --dataset fmnist --seeds 0,1 --set lr=1e-5 --calibrated --format md",
+        "results",
+    )
+    assert (name, sel.dataset, sel.seeds, sel.sets, ignored) == (
+        "tau",
+        "fmnist",
+        (0, 1),
+        {"lr": "1e-5"},
+        ["--calibrated"],
+    )
+    (tmp_path / "empty").mkdir()
+    r = invoke("table", "report", "--results", tmp_path / "empty", "--out", tdir)
+    assert r.exit_code == 2 and "no paper table has finished runs" in r.output
