@@ -973,6 +973,7 @@ SYNTHETIC = ("synthetic-iid", "synthetic-0-0", "synthetic-0.5-0.5", "synthetic-1
 STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
 
 
+@functools.cache
 def best_mu(ds: str) -> float:
     """FedProx's best mu per dataset (§5.3.2), read from paper_values.csv."""
     ref = PaperRef(
