@@ -743,7 +743,7 @@ def _fedlga_ablation(param: str, grid, key: str, paper_for) -> Callable[[str], l
     def build(ds: str) -> list[Cell]:
         out = []
         for v in grid:
-            over = {key: v}
+            over = {key: v, "tau_max": _tau_full}  # the figures' tau_max = E-1, whatever E
             if param == "xi":  # Fig. 10 uses P = 3 (CIFAR-10) and 30 (CIFAR-100)
                 over.update(IMBALANCE_SPLIT, P=30 if ds == "cifar100" else 3)
             for row, metric, paper in (
