@@ -233,7 +233,7 @@ def check_override_names(preset: str, overrides: dict[str, Any], where: str) -> 
 
 @dataclass(frozen=True)
 class Verdict:
-    holds: bool | None  # None: n/a (cells missing, or nothing to decide)
+    holds: bool | None  # None: n/a (a cell without a number, or nothing to decide)
     ours: str
     paper: str = ""
 
@@ -251,7 +251,7 @@ Ref = tuple[Any, str]  # (row or row(dataset), col)
 
 def _show(v) -> str:
     if v is None:
-        return "missing"
+        return "no number"
     if isinstance(v, float):
         return "not reached" if math.isinf(v) else f"{v:.3g}"
     return str(v)
@@ -268,11 +268,12 @@ def _pv(v, ref: Ref):
 
 
 def _na(v, refs, paper="") -> Verdict | None:
-    """n/a when a cell is missing, or when every cell is 'not reached' (nothing to order)."""
+    """n/a when a cell has no number (no runs, n/a, no value), or when every cell is
+    'not reached' (nothing to order)."""
     vals = [v.mean(*r) for r in refs]
     missing = [_label(v, r) for r, x in zip(refs, vals) if x is None]
     if missing:
-        return Verdict(None, f"missing: {', '.join(missing[:3])}", paper)
+        return Verdict(None, f"no number for {', '.join(missing[:3])}", paper)
     if all(isinstance(x, float) and math.isinf(x) for x in vals):
         return Verdict(None, "none reached the target", paper)
     return None
@@ -388,7 +389,7 @@ def reached(refs: list[Ref], stated: str = "") -> Callable:
     def check(v) -> Verdict:
         vals = [v.mean(*r) for r in refs]
         if None in vals:
-            return _na(v, refs, stated) or Verdict(None, "missing", stated)
+            return _na(v, refs, stated) or Verdict(None, "no number", stated)
         ok = not any(isinstance(x, float) and math.isinf(x) for x in vals)
         return Verdict(ok, _listing(v, refs, vals), stated)
 

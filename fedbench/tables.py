@@ -413,7 +413,7 @@ def claims_summary(result: TableResult) -> str:
     held = sum(bool(c.verdict.holds) for c in decided)
     na = len(result.claims) - len(decided)
     return f"claims: {held} of {len(decided)} reproduced" + (
-        f" ({na} n/a: cells missing)" if na else ""
+        f" ({na} n/a: cells without a number)" if na else ""
     )
 
 

@@ -50,7 +50,7 @@ def test_lowest_orders_and_handles_not_reached_and_missing():
     assert check(View({("A", C): 5.0, ("B", C): 5.0, ("D", C): 9.0})).holds is False  # a tie
     assert check(View({("A", C): math.inf, ("B", C): 5.0, ("D", C): 9.0})).holds is False
     na = check(View({("A", C): 3.0, ("D", C): 4.0}))
-    assert na.holds is None and na.ours == "missing: B"
+    assert na.holds is None and na.ours == "no number for B"
     none = check(View({("A", C): math.inf, ("B", C): math.inf, ("D", C): math.inf}))
     assert none.holds is None and "none reached" in none.ours
     higher = lowest(("A", C), [("B", C)], lower=False)
@@ -127,9 +127,9 @@ def test_claims_are_counted_per_dataset_and_listed():
         if c.datasets is None or ds in c.datasets
     ]
     lines = claim_lines(result)
-    assert lines[0] == "claims: 1 of 2 reproduced (1 n/a: cells missing)"
+    assert lines[0] == "claims: 1 of 2 reproduced (1 n/a: cells without a number)"
     assert lines[1] == "  reproduced: [x] A beats B (ours: A 1, B 2)"
-    assert lines[2].startswith("  n/a: [y] A beats B (ours: missing: B")
+    assert lines[2].startswith("  n/a: [y] A beats B (ours: no number for B")
     assert lines[3] == "  not reproduced: [y] only on y (ours: A not reached)"
 
 
@@ -150,7 +150,7 @@ def test_every_claim_names_cells_of_its_table(name):
     claims = evaluate_claims(result)
     assert claims, name
     for c in claims:
-        assert not c.verdict.ours.startswith("missing"), (c.dataset, c.claim.text, c.verdict)
+        assert not c.verdict.ours.startswith("no number"), (c.dataset, c.claim.text, c.verdict)
 
 
 def test_table_command_ends_with_its_claims(tmp_path):
