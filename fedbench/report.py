@@ -146,9 +146,12 @@ def _join(values) -> str:
 
 
 def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail") -> list[Entry]:
+    from fedbench.results import RunIndex
+
+    index = RunIndex(results, on_error=on_error)  # read once for every table
     entries = []
     for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
-        result = evaluate_table(spec, results, sel, on_error=on_error)
+        result = evaluate_table(spec, results, sel, on_error=on_error, index=index)
         if any(c.n > 0 for c in result.cells if c.cell.kind == "runs"):
             entries.append(Entry(result, cmd, file, ignored))
     return entries

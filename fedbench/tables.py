@@ -320,13 +320,16 @@ def evaluate_table(
     selection: Selection | None = None,
     on_error: str = "fail",
     spread: str | None = None,
+    index: RunIndex | None = None,
 ) -> TableResult:
-    """Match the spec's cells to the runs under `results` and reduce them."""
+    """Match the spec's cells to the runs under `results` (or in `index`, read once for many
+    tables) and reduce them."""
     sel = selection or Selection(results=str(results))
     spread = spread or spec.spread
     cells = spec.cells(sel.dataset)
     needs_runs = any(c.kind == "runs" for c in cells)
-    index = RunIndex(results, on_error=on_error, must_exist=needs_runs)
+    if index is None:
+        index = RunIndex(results, on_error=on_error, must_exist=needs_runs)
     out = TableResult(spec, sel, spread, [CellResult(c) for c in cells])
     data_cache: dict = {}
     for res in out.cells:
