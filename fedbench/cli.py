@@ -587,7 +587,8 @@ def table(
 
     NAME is a paper table (runtime, tau, best-acc, epochs, rho, devices, sampled,
     imbalance, sfl, quadratic, r90, smoothness, temperature, stragglers, dissimilarity,
-    adaptive-mu, data-stats) or `summary` (one line per run). Without NAME: the list.
+    adaptive-mu, data-stats), `summary` (one line per run) or `report` (OUT/REPORT.md: every
+    table with runs, its claims' verdicts, scale and commands). Without NAME: the list.
     Cells whose runs are missing say so, with the `fedbench sweep` command that fills them.
 
     \b
@@ -596,6 +597,7 @@ def table(
       fedbench table tau --dataset fmnist --format md     # writes tables/tau_fmnist.md
       fedbench table stragglers --preset default --set rounds=20 --seeds 0
       fedbench table summary --format csv
+      fedbench table report                             # writes tables/REPORT.md
     """
     if name is None:
         list_specs(figures=False)
@@ -606,10 +608,15 @@ def table(
         check_folder(results, "--results")
         _table_summary(results, fmt, out, on_error, strict)
         return
+    if name == "report":
+        _table_report(results, out, on_error)
+        return
     from rich.console import Console
 
     from fedbench.paper_tables import get_table
     from fedbench.tables import (
+        claim_lines,
+        claims_summary,
         console,
         evaluate_table,
         header_lines,
@@ -634,6 +641,8 @@ def table(
         for line in table_notes(result):
             if not line.startswith("skipped: "):
                 c.print(line, highlight=False, markup=False, soft_wrap=True)
+        for line in claim_lines(result):
+            c.print(line, highlight=False, markup=False, soft_wrap=True)
         return
     opts = " ".join(x for x in (f"--dataset {dataset}" if dataset else "", sel.options()) if x)
     cmd = f"fedbench table {name} {opts} --format {fmt}".replace("  ", " ")
@@ -649,6 +658,20 @@ def table(
         click.echo(f"missing runs; fill them with: {line}")
     for line in result.notes:
         click.echo(line)
+    if result.claims:
+        click.echo(claims_summary(result))
+
+
+def _table_report(results, out, on_error):
+    """OUT/REPORT.md: every paper table with runs in RESULTS, its verdicts, scale, commands."""
+    from fedbench.report import write_report
+    from fedbench.tables import claims_summary
+
+    path, entries = write_report(results, out, on_error)
+    for e in entries:
+        ds = e.result.selection.dataset or "all datasets"
+        click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")
+    click.echo(f"wrote {path}")
 
 
 def _table_summary(results, fmt, out, on_error, strict=False):

@@ -17,6 +17,7 @@ the reason; it never stops the rest of the table.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -31,9 +32,10 @@ from fedbench.errors import FedbenchError
 QUAD_GROUP = "quad_group"  # config field choosing the SFL quadratic group (1..4)
 QUAD_DISTANCE = "dist_to_opt"  # per-round |x - x*| in rounds.parquet (SFL quadratic)
 DISSIMILARITY = "dissimilarity"  # per-round FedProx gradient dissimilarity in rounds.parquet
-DISSIMILARITY_OVERRIDES: dict[str, Any] = {}  # fields that switch its recording on, if any
-ADAPTIVE_MU = {"adaptive_mu": True}  # fedprox parameters for FedProx's adaptive mu (App. C.3.3)
-IMBALANCE = "imbalance"  # config field xi = |X_large| / |X_small| (FedLGA Fig. 10)
+DISSIMILARITY_OVERRIDES: dict[str, Any] = {"dissimilarity": True}  # fedprox records it only then
+ADAPTIVE_MU = {"adaptive": True}  # fedprox parameters for FedProx's adaptive mu (App. C.3.3)
+IMBALANCE = "xi"  # config field xi = |X_large| / |X_small| (FedLGA Fig. 10) ...
+IMBALANCE_SPLIT = {"partition": "imbalance"}  # ... read only by this split
 SOFTMAX_T = "T"  # fedsoftmax parameter T (the code's multiplier of the loss, spec §6.2)
 # FedSoftMax's data "frameworks" (spec §6.5): IID, and shard splits of 60 / 100 shards
 FRAMEWORKS: dict[str, dict[str, Any]] = {
@@ -150,6 +152,7 @@ class TableSpec:
     plot: PlotSpec | None = None
     notes: tuple[str, ...] = ()
     is_table: bool = True  # False: a figure only (fedbench plot NAME)
+    claims: tuple[Claim, ...] = ()  # the paper's qualitative claims, checked over the cells
 
     def variants(self, dataset: str | None = None) -> tuple[str, ...]:
         if dataset is None:
@@ -162,7 +165,20 @@ class TableSpec:
         return (dataset,)
 
     def cells(self, dataset: str | None = None) -> list[Cell]:
-        return [c for ds in self.variants(dataset) for c in self.build(ds)]
+        return [_reported(c) for ds in self.variants(dataset) for c in self.build(ds)]
+
+
+def _reported(cell: Cell) -> Cell:
+    """The cell without its paper reference where the paper's table has no number for this
+    dataset at all (builders name refs for every dataset; papers report some). A ref into a
+    table that covers the dataset is kept, so a misspelt method or setting still shows."""
+    ref = cell.paper
+    if ref is None:
+        return cell
+    df = paper_values()
+    ds = ref.dataset or cell.dataset
+    covered = (df["paper"] == ref.paper) & (df["table"] == ref.table) & (df["dataset"] == ds)
+    return cell if covered.any() else dataclasses.replace(cell, paper=None)
 
 
 def runs(
@@ -177,8 +193,232 @@ def runs(
     **overrides,
 ) -> Cell:
     """A cell reduced from runs of `preset` with `overrides` (values may be callables of the
-    config built so far, e.g. tau_max = E - 1)."""
+    config built so far, e.g. tau_max = E - 1). Names are checked here, so a spec that drifts
+    from the config or a method's parameters fails when it is built, not as n/a cells."""
+    check_override_names(preset, overrides, f"{ds} / {row} / {col}")
     return Cell(ds, row, col, metric, preset, tuple(overrides.items()), paper, x=x, seeds=seeds)
+
+
+class SpecError(FedbenchError):
+    """A table spec names a config field or method parameter this build does not have."""
+
+
+def check_override_names(preset: str, overrides: dict[str, Any], where: str) -> None:
+    """Every key must be a RunConfig field (or paper alias) or a parameter of the cell's method
+    (the override's, else the preset's). A method this build lacks is left to the cell (n/a)."""
+    from fedbench.config import ALIASES, FIELD_TYPES
+    from fedbench.methods import METHODS
+    from fedbench.presets import PRESETS
+
+    method = overrides.get("method") or PRESETS.get(preset, ("", {}))[1].get("method", "fedavg")
+    if method not in METHODS:
+        return
+    params = {f.name for f in dataclasses.fields(METHODS[method].Params)}
+    for key in overrides:
+        name = ALIASES.get(key, key)
+        if name in FIELD_TYPES or name.removeprefix("method.") in params:
+            continue
+        raise SpecError(
+            f"table cell {where}: {key!r} is neither a config field nor a parameter of "
+            f"method {method} ({', '.join(sorted(params)) or 'none'})"
+        )
+
+
+# ---------------------------------------------------------------- claims
+# A claim is one line of the paper's text and a check over one dataset's cells. Checks read
+# cells through a view (fedbench.tables.CellView): v.mean(row, col) is our mean (None when the
+# cell is missing or n/a, math.inf when the target was not reached), v.paper(row, col) the
+# paper's PaperValue (or None), v.dataset the dataset. A row may be a callable of the dataset.
+
+
+@dataclass(frozen=True)
+class Verdict:
+    holds: bool | None  # None: n/a (a cell without a number, or nothing to decide)
+    ours: str
+    paper: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    check: Callable[[Any], Verdict] = field(repr=False)
+    datasets: tuple[str, ...] | None = None  # None: every dataset of the table
+    source: str = ""  # where the paper says it, shown when the check has no paper numbers
+
+
+Ref = tuple[Any, str]  # (row or row(dataset), col)
+
+
+def _show(v) -> str:
+    if v is None:
+        return "no number"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "not reached"
+        return f"{int(v)}" if v.is_integer() and abs(v) < 1e9 else f"{v:.3g}"
+    return str(v)
+
+
+def _label(v, ref: Ref) -> str:
+    row = v.row(ref[0])
+    return row if len(v.cols) == 1 else f"{row} {ref[1]}"
+
+
+def _pv(v, ref: Ref):
+    p = v.paper(*ref)
+    return None if p is None or isinstance(p.value, str) else float(p.value)
+
+
+def _na(v, refs, paper="") -> Verdict | None:
+    """n/a when a cell has no number (no runs, n/a, no value), or when every cell is
+    'not reached' (nothing to order)."""
+    vals = [v.mean(*r) for r in refs]
+    missing = [_label(v, r) for r, x in zip(refs, vals) if x is None]
+    if missing:
+        return Verdict(None, f"no number for {', '.join(missing[:3])}", paper)
+    if all(isinstance(x, float) and math.isinf(x) for x in vals):
+        return Verdict(None, "none reached the target", paper)
+    return None
+
+
+def _listing(v, refs, values) -> str:
+    return ", ".join(f"{_label(v, r)} {_show(x)}" for r, x in zip(refs, values))
+
+
+def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -> Callable:
+    """`best` beats every one of `others` (lower value, or higher with lower=False)."""
+
+    def check(v) -> Verdict:
+        refs = [best, *others]
+        paper_vals = [_pv(v, r) for r in refs]
+        paper = stated
+        if all(p is not None for p in paper_vals):
+            paper = _listing(v, refs, paper_vals)
+        na = _na(v, refs, paper)
+        if na:
+            return na
+        a = v.mean(*best)
+        rest = [v.mean(*r) for r in others]
+        ok = all((a < b) if lower else (a > b) for b in rest)
+        if lower:  # a tie in 'not reached' is not a win
+            ok = ok and not math.isinf(a)
+        return Verdict(ok, _listing(v, refs, [a, *rest]), paper)
+
+    return check
+
+
+def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Callable:
+    """The cells' values are monotone along refs (ties allowed)."""
+
+    def check(v) -> Verdict:
+        paper_vals = [_pv(v, r) for r in refs]
+        paper = _listing(v, refs, paper_vals) if None not in paper_vals else stated
+        na = _na(v, refs, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in refs]
+        pairs = list(zip(vals, vals[1:]))
+        ok = all((a <= b) if increasing else (a >= b) for a, b in pairs)
+        return Verdict(ok, _listing(v, refs, vals), paper)
+
+    return check
+
+
+def ratio_near(num: Ref, den: Ref, tol: float = 0.25, paper_ratio: float | None = None):
+    """ours num/den within a factor (1 + tol) of the paper's (its cells' ratio, or given)."""
+
+    def check(v) -> Verdict:
+        pn, pd_ = _pv(v, num), _pv(v, den)
+        want = paper_ratio if paper_ratio is not None else (pn / pd_ if pn and pd_ else None)
+        if want is None:
+            return Verdict(None, "the paper gives no ratio here")
+        paper = f"{want:.2f}x (within {tol:.0%})"
+        na = _na(v, [num, den], paper)
+        if na:
+            return na
+        a, b = v.mean(*num), v.mean(*den)
+        if math.isinf(a) or math.isinf(b) or b == 0:
+            return Verdict(None, f"{_show(a)} / {_show(b)}", paper)
+        r = a / b
+        return Verdict(want / (1 + tol) <= r <= want * (1 + tol), f"{r:.2f}x", paper)
+
+    return check
+
+
+def within_ci(refs: list[Ref]) -> Callable:
+    """Every cell's mean inside the paper's interval."""
+
+    def check(v) -> Verdict:
+        have = [r for r in refs if v.paper(*r) is not None and v.paper(*r).low is not None]
+        if not have:
+            return Verdict(None, "the paper gives no interval here")
+        paper = ", ".join(f"{_label(v, r)} {v.paper(*r).text}" for r in have)
+        na = _na(v, have, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in have]
+        ok = all(v.paper(*r).low <= x <= v.paper(*r).high for r, x in zip(have, vals))
+        return Verdict(ok, _listing(v, have, vals), paper)
+
+    return check
+
+
+def same_as_paper(refs: list[Ref], rel: float = 0.0) -> Callable:
+    """Every cell equals the paper's value (strings), or is within rel of it (numbers)."""
+
+    def check(v) -> Verdict:
+        have = [r for r in refs if v.paper(*r) is not None]
+        if not have:
+            return Verdict(None, "the paper gives no value here")
+        pvals = [v.paper(*r).value for r in have]
+        paper = _listing(v, have, pvals)
+        na = _na(v, have, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in have]
+        same = [
+            x == p if isinstance(p, str) or isinstance(x, str) else abs(x - p) <= rel * abs(p)
+            for x, p in zip(vals, pvals)
+        ]
+        if all(same):
+            return Verdict(True, f"{len(same)} of {len(same)} equal")  # paper: the claim's source
+        off = [i for i, ok in enumerate(same) if not ok]  # show only the cells that differ
+        pick = [have[i] for i in off]
+        return Verdict(
+            False,
+            f"{len(off)} of {len(same)} differ: " + _listing(v, pick, [vals[i] for i in off]),
+            _listing(v, pick, [pvals[i] for i in off]),
+        )
+
+    return check
+
+
+def reached(refs: list[Ref], stated: str = "") -> Callable:
+    """Every cell reached the target (a finite number of rounds)."""
+
+    def check(v) -> Verdict:
+        vals = [v.mean(*r) for r in refs]
+        if None in vals:
+            return _na(v, refs, stated) or Verdict(None, "no number", stated)
+        ok = not any(isinstance(x, float) and math.isinf(x) for x in vals)
+        return Verdict(ok, _listing(v, refs, vals), stated)
+
+    return check
+
+
+def every(*checks: Callable) -> Callable:
+    """All checks hold (n/a if any is n/a); ours and paper: the failing or first part."""
+
+    def check(v) -> Verdict:
+        out = [c(v) for c in checks]
+        na = [x for x in out if x.holds is None]
+        if na:
+            return na[0]
+        bad = [x for x in out if not x.holds]
+        first = bad[0] if bad else out[0]
+        return Verdict(not bad, first.ours, first.paper)
+
+    return check
 
 
 # ---------------------------------------------------------------- metrics
@@ -449,7 +689,9 @@ def _best_acc(ds: str) -> list[Cell]:
     col = "best acc %"
     out = []
     for m, label in FEDLGA_METHODS:
-        ref = PaperRef("fedlga", "text_best_acc", label, "best_test_accuracy_pct", "default")
+        ref = None
+        if m in ("fedlga", "fedavg"):  # the text's absolute numbers (the rest: differences)
+            ref = PaperRef("fedlga", "text_best_acc", label, "best_test_accuracy_pct", "default")
         out.append(runs(ds, label, col, "best_acc", f"fedlga-{ds}", ref, method=m))
         if m != "fedlga":
             out.append(
@@ -512,9 +754,9 @@ def _fedlga_ablation(param: str, grid, key: str, paper_for) -> Callable[[str], l
     def build(ds: str) -> list[Cell]:
         out = []
         for v in grid:
-            over = {key: v}
+            over = {key: v, "tau_max": _tau_full}  # the figures' tau_max = E-1, whatever E
             if param == "xi":  # Fig. 10 uses P = 3 (CIFAR-10) and 30 (CIFAR-100)
-                over["P"] = 30 if ds == "cifar100" else 3
+                over.update(IMBALANCE_SPLIT, P=30 if ds == "cifar100" else 3)
             for row, metric, paper in (
                 ("rounds to target", "rounds_to_target", paper_for(ds, v)),
                 ("best acc %", "best_acc", None),
@@ -742,6 +984,7 @@ SYNTHETIC = ("synthetic-iid", "synthetic-0-0", "synthetic-0.5-0.5", "synthetic-1
 STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
 
 
+@functools.cache
 def best_mu(ds: str) -> float:
     """FedProx's best mu per dataset (§5.3.2), read from paper_values.csv."""
     ref = PaperRef(
@@ -849,6 +1092,242 @@ def _data_stats(ds: str) -> list[Cell]:
     ]
 
 
+# ---------------------------------------------------------------- the papers' claims
+
+_TO = "rounds to target"
+_BASELINES = [label for _, label in FEDLGA_METHODS[1:]]
+_TAU_ROWS = [f"FedLGA tau_max={f}E" for f in TAU_FRACTIONS]
+
+
+def _fedlga_first(col_of) -> Callable:
+    """FedLGA needs fewer rounds than every baseline in each of the columns col_of gives."""
+    return every(
+        *(lowest(("FedLGA", c), [(b, c) for b in _BASELINES], stated="text") for c in col_of)
+    )
+
+
+TAU_CLAIMS = (
+    Claim(
+        "FedLGA (tau_max = 0.8E) needs fewer rounds to the target than FedAvg",
+        lowest((FEDLGA_TAU_ROW, _TO), [("FedAvg", _TO)]),
+    ),
+    Claim(
+        "FedAvg needs about 1.9x (FMNIST, CIFAR-100) / 1.6x (CIFAR-10) FedLGA's rounds",
+        ratio_near(("FedAvg", _TO), (FEDLGA_TAU_ROW, _TO)),
+    ),
+    Claim(
+        "at every tau_max FedLGA needs fewer rounds than every baseline",
+        every(*(lowest((r, _TO), [(b, _TO) for b in _BASELINES]) for r in _TAU_ROWS)),
+    ),
+    Claim(
+        "FedLGA degrades as tau_max grows (rounds: 0.2E <= 0.4E <= 0.6E <= 0.8E)",
+        ordered([(r, _TO) for r in reversed(_TAU_ROWS)]),
+    ),
+)
+RUNTIME_CLAIMS = (
+    Claim(
+        "FedLGA reaches the target in the least total time of all methods",
+        lowest(
+            ("FedLGA", "total s to target"),
+            [(b, "total s to target") for b in _BASELINES],
+            stated="text: best total time on all three datasets",
+        ),
+    ),
+    Claim(
+        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server)",
+        every(
+            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")]),
+            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")]),
+        ),
+    ),
+)
+BEST_ACC_CLAIMS = (
+    Claim(
+        "FedLGA has the best test accuracy of all methods",
+        lowest(
+            ("FedLGA", "best acc %"),
+            [(b, "best acc %") for b in _BASELINES],
+            lower=False,
+            stated="text: best on each dataset",
+        ),
+    ),
+    Claim(
+        "FedLGA improves FedAvg's best accuracy (64.44 vs 60.91 % on CIFAR-10)",
+        lowest(("FedLGA", "best acc %"), [("FedAvg", "best acc %")], lower=False),
+    ),
+)
+EPOCHS_CLAIMS = (
+    Claim(
+        "at every E FedLGA needs fewer rounds than every baseline",
+        _fedlga_first([f"E={e}" for e in E_GRID]),
+    ),
+    Claim(
+        "at E = 8 FedAvg needs about 2x FedLGA's rounds (104 vs 52)",
+        ratio_near(("FedAvg", "E=8"), ("FedLGA", "E=8")),
+        datasets=("fmnist",),
+    ),
+)
+RHO_CLAIMS = (
+    Claim(
+        "at every rho FedLGA needs fewer rounds than every baseline",
+        _fedlga_first([f"rho={r}" for r in RHO_GRID]),
+    ),
+)
+DEVICES_CLAIMS = (
+    Claim(
+        "FedLGA learns better as N grows (best accuracy: N=30 <= 50 <= 100)",
+        ordered([("best acc %", f"N={n}") for n in N_GRID], stated="text and Fig. 8"),
+    ),
+    Claim(
+        "FedLGA converges faster as N grows (rounds: N=30 >= 50 >= 100)",
+        ordered([(_TO, f"N={n}") for n in N_GRID], increasing=False, stated="text and Fig. 8"),
+    ),
+)
+SAMPLED_CLAIMS = (
+    Claim(
+        "FedLGA needs fewer rounds as K grows (K=5 >= 10 >= 25)",
+        ordered([(_TO, f"K={k}") for k in K_GRID], increasing=False, stated="text and Fig. 9"),
+    ),
+    Claim(
+        "K = 25 needs 46% fewer rounds than K = 10 (78 vs 145 on CIFAR-100)",
+        ratio_near((_TO, "K=25"), (_TO, "K=10")),
+        datasets=("cifar100",),
+    ),
+)
+IMBALANCE_CLAIMS = (
+    Claim(
+        "FedLGA degrades as xi grows (best accuracy: xi=1 >= 2 >= 3)",
+        ordered([("best acc %", f"xi={x}") for x in XI_GRID], False, "text and Fig. 10"),
+    ),
+    Claim(
+        "FedLGA still reaches the target at every xi",
+        reached([(_TO, f"xi={x}") for x in XI_GRID], "text"),
+    ),
+)
+SFL_CLAIMS = (
+    Claim(
+        "SFL beats PFL at C = 1 (extreme heterogeneity) for both models and every K",
+        every(
+            *(
+                lowest((f"{m} SFL", f"C=1 K={k}"), [(f"{m} PFL", f"C=1 K={k}")], lower=False)
+                for m in SFL_MODELS
+                for k in SFL_K
+            )
+        ),
+    ),
+)
+QUADRATIC_CLAIMS = (
+    Claim(
+        "zeta* and delta of the four groups are Table 2's",
+        same_as_paper([(f"Group {g}", c) for g in QUAD_GROUPS for c in ("zeta*", "delta")], 1e-9),
+        source="Table 2",
+    ),
+    Claim(
+        "SFL ends closer to x* in groups 1, 3, 4 and PFL in group 2 (Fig. 1), for K = 2 and 10",
+        same_as_paper([(f"Group {g}", f"winner K={k}") for g in QUAD_GROUPS for k in QUAD_K]),
+        source="Fig. 1",
+    ),
+)
+_FW = tuple(FRAMEWORKS)  # TNIID, NIID, IID
+R90_CLAIMS = (
+    Claim(
+        "FedSoftMax reaches 90% in fewer rounds than FedAvg on TNIID and NIID",
+        every(*(lowest(("FedSoftMax", fw), [("FedAvg", fw)]) for fw in ("TNIID", "NIID"))),
+    ),
+    Claim(
+        "every R90 lies within the paper's 95% interval",
+        within_ci([(m, fw) for _, m in SOFTMAX_METHODS for fw in _FW]),
+    ),
+)
+SMOOTHNESS_CLAIMS = (
+    Claim(
+        "FedSoftMax's accuracy curve is less smooth than FedAvg's on TNIID and NIID",
+        every(
+            *(lowest(("FedSoftMax", fw), [("FedAvg", fw)], lower=False) for fw in ("TNIID", "NIID"))
+        ),
+    ),
+)
+TEMPERATURE_CLAIMS = (
+    Claim(
+        "a higher temperature converges faster (R90: T=5 >= 10 >= 20 >= 30)",
+        ordered([(f"FedSoftMax T={t}", "R90") for t in T_GRID], False, "text and Fig. 5"),
+    ),
+    Claim(
+        "FedSoftMax at T = 30 reaches 90% before FedAvg",
+        lowest((f"FedSoftMax T={T_GRID[-1]}", "R90"), [("FedAvg", "R90")], stated="Fig. 5"),
+    ),
+)
+
+
+def _mu_row(ds: str) -> str:
+    return f"FedProx mu={best_mu(ds):g}"
+
+
+STRAGGLERS_CLAIMS = (
+    Claim(
+        "FedProx mu>0 ends with a lower training loss than FedAvg at 50% and 90% stragglers",
+        every(*(lowest((_mu_row, f"loss {s}"), [("FedAvg", f"loss {s}")]) for s in ("50%", "90%"))),
+        source="Fig. 1",
+    ),
+    Claim(
+        "FedProx mu>0 ends with a lower training loss than mu=0 at 90% stragglers",
+        lowest((_mu_row, "loss 90%"), [("FedProx mu=0", "loss 90%")], stated="Fig. 1"),
+    ),
+    Claim(
+        "keeping stragglers' partial work (mu=0) beats dropping them (FedAvg) at 90%",
+        lowest(("FedProx mu=0", "loss 90%"), [("FedAvg", "loss 90%")], stated="Fig. 1"),
+    ),
+    Claim(
+        "FedProx mu>0 has a higher test accuracy than FedAvg at 90% stragglers (+22 points "
+        "on average over the datasets)",
+        lowest((_mu_row, "acc 90%"), [("FedAvg", "acc 90%")], lower=False, stated="Fig. 7"),
+    ),
+)
+_PROX0, _PROX1 = "FedAvg (FedProx mu=0)", "FedProx mu=1"
+DISSIMILARITY_CLAIMS = (
+    Claim(
+        "mu = 1 gives a smaller gradient dissimilarity than mu = 0",
+        lowest((_PROX1, "mean dissimilarity"), [(_PROX0, "mean dissimilarity")], stated="Fig. 2"),
+    ),
+    Claim(
+        "on heterogeneous data mu = 1 ends with a lower training loss than mu = 0",
+        lowest((_PROX1, "final train loss"), [(_PROX0, "final train loss")], stated="Fig. 2"),
+        datasets=("synthetic-0.5-0.5", "synthetic-1-1"),
+    ),
+)
+
+
+def _adaptive_row(ds: str) -> str:
+    return f"FedProx adaptive mu (from {1.0 if ds == 'synthetic-iid' else 0.0:g})"
+
+
+def _adaptive_near_best(v) -> Verdict:
+    """Adaptive mu's final loss within 10% of the better fixed mu's (Fig. 3: 'works well')."""
+    col = "final train loss"
+    refs = [(_adaptive_row, col), (_PROX0, col), (_PROX1, col)]
+    na = _na(v, refs, "Fig. 3: close to the better fixed mu")
+    if na:
+        return na
+    a, best = v.mean(*refs[0]), min(v.mean(*refs[1]), v.mean(*refs[2]))
+    return Verdict(a <= 1.1 * best, _listing(v, refs, [v.mean(*r) for r in refs]), "Fig. 3")
+
+
+ADAPTIVE_MU_CLAIMS = (
+    Claim(
+        "adaptive mu ends within 10% of the better fixed mu's training loss", _adaptive_near_best
+    ),
+)
+DATA_STATS_CLAIMS = (
+    Claim(
+        "devices and samples are Table 1's (within 1%)",
+        lambda v: same_as_paper(
+            [(f"fedprox-{v.dataset}", c) for c in ("devices", "samples")], 0.01
+        )(v),
+        source="Table 1",
+    ),
+)
+
+
 # ---------------------------------------------------------------- the registry
 
 _CURVES = ("test_acc", "train_loss")
@@ -869,6 +1348,7 @@ TABLES: dict[str, TableSpec] = {
                 "fedbench plot runtime draws the learning curves of these runs (the default "
                 "setting: FedLGA Figs. 3-4, test accuracy and training loss).",
             ),
+            claims=RUNTIME_CLAIMS,
         ),
         TableSpec(
             "tau",
@@ -881,6 +1361,7 @@ TABLES: dict[str, TableSpec] = {
                 "baselines run at tau_max = E-1; 'x FedLGA's rounds' is a baseline's rounds "
                 "over FedLGA's (paper: the CIFAR-100 text, 1.9x ... 1.1x).",
             ),
+            claims=TAU_CLAIMS,
         ),
         TableSpec(
             "best-acc",
@@ -894,6 +1375,7 @@ TABLES: dict[str, TableSpec] = {
                 "5.7, 3.8, ... %; the CSV's FedAvg 60.91% reads them as relative, the "
                 "'FedLGA minus this' column as points.",
             ),
+            claims=BEST_ACC_CLAIMS,
         ),
         TableSpec(
             "epochs",
@@ -906,6 +1388,7 @@ TABLES: dict[str, TableSpec] = {
                 "tau_max = E-1, rho = 0.5. The figure's E grid is not in the text (E=8 is); "
                 "E=5 matches Table VI.",
             ),
+            claims=EPOCHS_CLAIMS,
         ),
         TableSpec(
             "rho",
@@ -917,6 +1400,7 @@ TABLES: dict[str, TableSpec] = {
             ),
             plot=PlotSpec("versus", "rounds_to_target", xlabel="rho"),
             notes=("E = 5, tau_max = E-1; rho = 0.5 matches Table VI.",),
+            claims=RHO_CLAIMS,
         ),
         TableSpec(
             "devices",
@@ -925,6 +1409,7 @@ TABLES: dict[str, TableSpec] = {
             ("cifar10", "cifar100"),
             _fedlga_ablation("N", N_GRID, "N", _n_paper),
             plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+            claims=DEVICES_CLAIMS,
         ),
         TableSpec(
             "sampled",
@@ -933,6 +1418,7 @@ TABLES: dict[str, TableSpec] = {
             ("cifar10", "cifar100"),
             _fedlga_ablation("K", K_GRID, "K", _k_paper),
             plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+            claims=SAMPLED_CLAIMS,
         ),
         TableSpec(
             "imbalance",
@@ -941,6 +1427,7 @@ TABLES: dict[str, TableSpec] = {
             ("cifar10", "cifar100"),
             _fedlga_ablation("xi", XI_GRID, IMBALANCE, lambda ds, v: None),
             plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+            claims=IMBALANCE_CLAIMS,
         ),
         TableSpec(
             "sfl",
@@ -954,6 +1441,7 @@ TABLES: dict[str, TableSpec] = {
                 "ours: mean of the last 25 evaluations (spec §5.2), mean and spread over "
                 "seeds; the paper's +- (not compared) is likely the std of those 25 points.",
             ),
+            claims=SFL_CLAIMS,
         ),
         TableSpec(
             "quadratic",
@@ -967,6 +1455,7 @@ TABLES: dict[str, TableSpec] = {
                 f"lr = {QUAD_LR}, R from the preset; the band in the plot is min-max over "
                 "seeds (SFL's random order).",
             ),
+            claims=QUADRATIC_CLAIMS,
         ),
         TableSpec(
             "r90",
@@ -981,6 +1470,7 @@ TABLES: dict[str, TableSpec] = {
                 "R90 counts round 0 (before training) as index 0; spread: mean +- 1.96 "
                 "std/sqrt(runs), as the paper's interval.",
             ),
+            claims=R90_CLAIMS,
         ),
         TableSpec(
             "smoothness",
@@ -994,6 +1484,7 @@ TABLES: dict[str, TableSpec] = {
                 "std(diff(c))/|mean(diff(c))| per run (spec §6.6), c = clients' local "
                 "accuracy (local_acc; train_acc or test_acc when not recorded).",
             ),
+            claims=SMOOTHNESS_CLAIMS,
         ),
         TableSpec(
             "temperature",
@@ -1003,6 +1494,7 @@ TABLES: dict[str, TableSpec] = {
             _temperature,
             seeds=SOFTMAX_SEEDS,
             plot=PlotSpec("curves", "r90", ("test_acc",), panels="dataset"),
+            claims=TEMPERATURE_CLAIMS,
         ),
         TableSpec(
             "participation",
@@ -1025,6 +1517,7 @@ TABLES: dict[str, TableSpec] = {
                 "FedAvg drops stragglers, FedProx keeps their partial work (the paper's "
                 "setup); the paper reports FedProx +22% test accuracy on average at 90%.",
             ),
+            claims=STRAGGLERS_CLAIMS,
         ),
         TableSpec(
             "dissimilarity",
@@ -1035,6 +1528,7 @@ TABLES: dict[str, TableSpec] = {
             plot=PlotSpec(
                 "curves", "final_train_loss", ("train_loss", DISSIMILARITY), panels="dataset"
             ),
+            claims=DISSIMILARITY_CLAIMS,
         ),
         TableSpec(
             "adaptive-mu",
@@ -1043,6 +1537,7 @@ TABLES: dict[str, TableSpec] = {
             ("synthetic-iid", "synthetic-1-1"),
             _adaptive_mu,
             plot=PlotSpec("curves", "final_train_loss", ("train_loss",), panels="dataset"),
+            claims=ADAPTIVE_MU_CLAIMS,
         ),
         TableSpec(
             "data-stats",
@@ -1051,6 +1546,7 @@ TABLES: dict[str, TableSpec] = {
             ("mnist", "femnist", "shakespeare", "sent140"),
             _data_stats,
             seeds=(),
+            claims=DATA_STATS_CLAIMS,
         ),
     )
 }

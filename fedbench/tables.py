@@ -18,7 +18,16 @@ import pandas as pd
 
 import fedbench
 from fedbench.errors import FedbenchError
-from fedbench.paper_tables import METRICS, Cell, PaperValue, TableSpec, cell_config, lookup
+from fedbench.paper_tables import (
+    METRICS,
+    Cell,
+    Claim,
+    PaperValue,
+    TableSpec,
+    Verdict,
+    cell_config,
+    lookup,
+)
 from fedbench.results import RunIndex
 
 SUMMARY_COLUMNS = [
@@ -160,6 +169,7 @@ class TableResult:
     problems: list[str] = field(default_factory=list)
     devices: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # old-version records used, copies
+    claims: list[ClaimResult] = field(default_factory=list)
 
     def cell(self, dataset: str, row: str, col: str) -> CellResult | None:
         for c in self.cells:
@@ -320,13 +330,16 @@ def evaluate_table(
     on_error: str = "fail",
     spread: str | None = None,
     strict: bool = False,
+    index: RunIndex | None = None,
 ) -> TableResult:
-    """Match the spec's cells to the runs under `results` and reduce them."""
+    """Match the spec's cells to the runs under `results` (or in `index`, read once for many
+    tables) and reduce them."""
     sel = selection or Selection(results=str(results))
     spread = spread or spec.spread
     cells = spec.cells(sel.dataset)
     needs_runs = any(c.kind == "runs" for c in cells)
-    index = RunIndex(results, on_error=on_error, must_exist=needs_runs, strict=strict)
+    if index is None:
+        index = RunIndex(results, on_error=on_error, must_exist=needs_runs, strict=strict)
     out = TableResult(spec, sel, spread, [CellResult(c) for c in cells])
     data_cache: dict = {}
     for res in out.cells:
@@ -355,7 +368,81 @@ def evaluate_table(
             res.paper = lookup(c.paper, c.dataset)
     out.problems = index.problems
     out.notes = index.notes
+    out.claims = evaluate_claims(out)
     return out
+
+
+# ---------------------------------------------------------------- the papers' claims
+
+
+class CellView:
+    """One dataset's cells of a table result, as claim checks read them."""
+
+    def __init__(self, result: TableResult, dataset: str):
+        self.dataset = dataset
+        self._by = {(c.cell.row, c.cell.col): c for c in result.cells if c.cell.dataset == dataset}
+        self.cols = {col for _, col in self._by}
+
+    def row(self, row) -> str:
+        return row(self.dataset) if callable(row) else row
+
+    def _get(self, row, col) -> CellResult | None:
+        return self._by.get((self.row(row), col))
+
+    def mean(self, row, col):
+        c = self._get(row, col)
+        if c is None or c.status in ("missing", "unavailable") or c.mean is None:
+            return None
+        return c.mean
+
+    def paper(self, row, col) -> PaperValue | None:
+        c = self._get(row, col)
+        return None if c is None else c.paper
+
+
+@dataclass
+class ClaimResult:
+    claim: Claim
+    dataset: str
+    verdict: Verdict
+
+    @property
+    def status(self) -> str:
+        return {True: "reproduced", False: "not reproduced", None: "n/a"}[self.verdict.holds]
+
+
+def evaluate_claims(result: TableResult) -> list[ClaimResult]:
+    datasets = list(dict.fromkeys(c.cell.dataset for c in result.cells))
+    out = []
+    for ds in datasets:
+        view = CellView(result, ds)
+        for claim in result.spec.claims:
+            if claim.datasets is None or ds in claim.datasets:
+                out.append(ClaimResult(claim, ds, claim.check(view)))
+    return out
+
+
+def claims_summary(result: TableResult) -> str:
+    decided = [c for c in result.claims if c.verdict.holds is not None]
+    held = sum(bool(c.verdict.holds) for c in decided)
+    na = len(result.claims) - len(decided)
+    return f"claims: {held} of {len(decided)} reproduced" + (
+        f" ({na} n/a: cells without a number)" if na else ""
+    )
+
+
+def claim_lines(result: TableResult) -> list[str]:
+    """'claims: k of n reproduced', then one line per claim: verdict, text, ours vs paper."""
+    if not result.claims:
+        return []
+    many = len({c.dataset for c in result.claims}) > 1
+    lines = [claims_summary(result)]
+    for c in result.claims:
+        where = f"[{c.dataset}] " if many else ""
+        said = c.verdict.paper or c.claim.source
+        paper = f"; paper: {said}" if said else ""
+        lines.append(f"  {c.status}: {where}{c.claim.text} (ours: {c.verdict.ours}{paper})")
+    return lines
 
 
 # ---------------------------------------------------------------- rendering paper tables
@@ -478,6 +565,7 @@ def render_paper_table(result: TableResult, fmt: str, header: list[str]) -> str:
     df = table_frame(result)
     notes = table_notes(result)
     title = f"{result.spec.source}: {result.spec.title}"
+    claims = claim_lines(result)
     if fmt == "md":
         body = tabulate(
             df, headers="keys", tablefmt="github", showindex=False, disable_numparse=True
@@ -486,17 +574,28 @@ def render_paper_table(result: TableResult, fmt: str, header: list[str]) -> str:
             "".join(f"<!-- {h} -->\n" for h in header)
             + f"**{title}**\n\n{body}\n\n"
             + "".join(f"- `{n.strip()}`\n" if n.startswith("  ") else f"- {n}\n" for n in notes)
+            + _md_claims(claims)
         )
     if fmt == "latex":
         body = tabulate(df, headers="keys", tablefmt="latex_booktabs", showindex=False)
         return (
             "".join(f"% {h}\n" for h in header)
             + f"% {title}\n{body}\n"
-            + "".join(f"% {n}\n" for n in notes)
+            + "".join(f"% {n}\n" for n in [*notes, *claims])
         )
-    if fmt == "csv":
-        return "".join(f"# {h}\n" for h in header) + long_frame(result).to_csv(index=False)
+    if fmt == "csv":  # claims as trailing comment lines: read_csv(comment="#") skips them
+        return (
+            "".join(f"# {h}\n" for h in header)
+            + long_frame(result).to_csv(index=False)
+            + "".join(f"# {n}\n" for n in claims)
+        )
     raise ValueError(fmt)
+
+
+def _md_claims(lines: list[str]) -> str:
+    if not lines:
+        return ""
+    return f"\n**{lines[0]}**\n\n" + "".join(f"- {n.strip()}\n" for n in lines[1:])
 
 
 def _clean(v):

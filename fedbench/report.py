@@ -1,0 +1,220 @@
+"""tables/REPORT.md: every paper table found in results/, with its claims' verdicts, its scale
+(the paper's rounds, devices and seeds, or the cut the runs used) and the commands that made it.
+
+Which runs a table was made from is read from the "made by:" header of its files in the tables
+folder (`fedbench table NAME [options] --format md`); every table is also tried at the paper's
+own setting. A table enters the report when at least one of its cells has a finished run.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedbench.errors import FedbenchError
+from fedbench.paper_tables import TABLES, TableSpec, cell_config
+from fedbench.tables import (
+    Selection,
+    TableResult,
+    claim_lines,
+    claims_summary,
+    evaluate_table,
+    header_lines,
+)
+
+SCALE_FIELDS = (("rounds", "rounds"), ("num_clients", "N"), ("clients_per_round", "K"))
+IGNORED = {"--format": 1, "--out": 1, "--results": 1, "--on-error": 1}  # flag -> values taken
+
+
+@dataclass
+class Entry:
+    result: TableResult
+    table_command: str
+    file: str | None
+    ignored: list[str]
+
+    @property
+    def name(self) -> str:
+        return self.result.spec.name
+
+
+def parse_table_command(command: str, results: str) -> tuple[str, Selection, list[str]] | None:
+    """(table name, selection, options not understood) of a 'fedbench table NAME ...' line."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) < 3 or words[:2] != ["fedbench", "table"] or words[2] not in TABLES:
+        return None
+    sel, ignored, sets = Selection(results=results), [], {}
+    it = iter(words[3:])
+    for w in it:
+        flag, _, inline = w.partition("=") if w.startswith("--") else (w, "", "")
+        value = inline or None
+        if flag in ("--dataset", "--seeds", "--preset", "--set", "--spread") or flag in IGNORED:
+            value = value if value is not None else next(it, "")
+        if flag == "--dataset":
+            sel.dataset = value
+        elif flag == "--seeds":
+            sel.seeds = tuple(int(s) for s in value.split(",") if s.strip())
+        elif flag == "--preset":
+            sel.preset = value
+        elif flag == "--set":
+            k, _, v = value.partition("=")
+            sets[k.strip()] = v
+        elif flag not in IGNORED and flag != "--spread":
+            ignored.append(w)
+    sel.sets = sets
+    return words[2], sel, ignored
+
+
+def _made_by(path: Path) -> str | None:
+    try:
+        head = path.read_text(errors="replace").splitlines()[:1]
+    except OSError:
+        return None
+    if head and "made by: " in head[0]:
+        return head[0].split("made by: ", 1)[1].removesuffix("-->").strip()
+    return None
+
+
+def _candidates(
+    tables_dir: Path, results: str
+) -> list[tuple[TableSpec, Selection, str, str | None, list]]:
+    """(spec, selection, table command, file, ignored options): the tables folder's files first,
+    then each table and dataset at the paper's setting."""
+    out, seen = [], set()
+
+    def add(spec, sel, cmd, file, ignored):
+        key = (spec.name, sel.dataset, sel.seeds, sel.preset, tuple(sorted(sel.sets.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append((spec, sel, cmd, file, ignored))
+
+    for path in sorted(tables_dir.glob("*.md")) if tables_dir.is_dir() else []:
+        cmd = _made_by(path)
+        parsed = parse_table_command(cmd, results) if cmd else None
+        if parsed:
+            name, sel, ignored = parsed
+            if sel.dataset is None or sel.dataset in TABLES[name].datasets:
+                add(TABLES[name], sel, cmd, path.name, ignored)
+    for spec in TABLES.values():
+        if spec.is_table and spec.seeds:  # tables of runs (not data-stats)
+            for ds in spec.datasets:
+                cmd = f"fedbench table {spec.name} --dataset {ds} --format md"
+                add(spec, Selection(dataset=ds, results=results), cmd, None, [])
+    return out
+
+
+def table_scale(result: TableResult) -> tuple[bool, str]:
+    """Whether the runs found used the paper's rounds, N, K and seeds, and what differs."""
+    used: dict[str, set] = {label: set() for _, label in SCALE_FIELDS}
+    paper: dict[str, set] = {label: set() for _, label in SCALE_FIELDS}
+    seeds_used, seeds_paper = set(), set()
+    for c in result.cells:
+        if c.cell.kind != "runs":
+            continue
+        seeds_paper.update(c.cell.seeds or result.spec.seeds)
+        for seed, rec in c.records:
+            seeds_used.add(seed)
+            want = cell_config(c.cell, seed)
+            for fld, label in SCALE_FIELDS:
+                used[label].add(rec.meta.get("config", {}).get(fld))
+                paper[label].add(getattr(want, fld))
+    parts, full = [], True
+    for _, label in SCALE_FIELDS:
+        if used[label] != paper[label]:
+            full = False
+            parts.append(f"{label} {_join(used[label])} (paper {_join(paper[label])})")
+        else:
+            parts.append(f"{label} {_join(used[label])}")
+    if not seeds_paper <= seeds_used:
+        full = False
+        parts.append(f"seeds {_join(seeds_used)} (paper {_join(seeds_paper)})")
+    else:
+        parts.append(f"seeds {_join(seeds_used)}")
+    if result.selection.preset:
+        full = False
+        parts.append(f"preset {result.selection.preset} instead of the paper's")
+    return full, ("full: " if full else "cut: ") + "; ".join(parts)
+
+
+def _join(values) -> str:
+    vals = sorted(v for v in values if v is not None)
+    return ",".join(str(v) for v in vals) or "?"
+
+
+def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail") -> list[Entry]:
+    from fedbench.results import RunIndex
+
+    index = RunIndex(results, on_error=on_error)  # read once for every table
+    entries = []
+    for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
+        result = evaluate_table(spec, results, sel, on_error=on_error, index=index)
+        if any(c.n > 0 for c in result.cells if c.cell.kind == "runs"):
+            entries.append(Entry(result, cmd, file, ignored))
+    return entries
+
+
+def render_report(entries: list[Entry], command: str, date: str | None = None) -> str:
+    lines = [f"<!-- {h} -->" for h in header_lines(command, date=date)]
+    lines += [
+        "# Paper tables: verdicts and scale",
+        "",
+        "Every paper table with finished runs in the results folder. 'full' means the runs used "
+        "the paper's rounds, devices (N, K) and seeds; 'cut' says what differs.",
+        "",
+        "| table | dataset | paper | claims | scale |",
+        "|---|---|---|---|---|",
+    ]
+    for e in entries:
+        full, scale = table_scale(e.result)
+        ds = e.result.selection.dataset or ", ".join(e.result.spec.datasets)
+        lines.append(
+            f"| {e.name} | {ds} | {e.result.spec.source} | "
+            f"{claims_summary(e.result).removeprefix('claims: ')} | {'full' if full else 'cut'} |"
+        )
+    for e in entries:
+        lines += _section(e)
+    return "\n".join(lines) + "\n"
+
+
+def _section(e: Entry) -> list[str]:
+    r, sel = e.result, e.result.selection
+    ds = sel.dataset or ", ".join(r.spec.datasets)
+    sweep = f"fedbench sweep --table {e.name}" + (
+        f" --dataset {sel.dataset}" if sel.dataset else ""
+    )
+    opts = Selection(seeds=sel.seeds, preset=sel.preset, sets=sel.sets).options()
+    out = [
+        "",
+        f"## {e.name} ({ds}): {r.spec.source}, {r.spec.title}",
+        "",
+        f"- scale: {table_scale(r)[1]}",
+        f"- runs made by: `{sweep}{' ' + opts if opts else ''}`",
+        f"- table made by: `{e.table_command}`" + (f" (file `{e.file}`)" if e.file else ""),
+        f"- {r.compute_line()}",
+    ]
+    if e.ignored:
+        out.append(f"- options of that command this report did not apply: {' '.join(e.ignored)}")
+    claims = claim_lines(r)
+    if claims:
+        out += ["", f"**{claims[0]}**", ""] + [f"- {c.strip()}" for c in claims[1:]]
+    return out
+
+
+def write_report(
+    results: Path | str, tables_dir: Path | str, on_error: str = "fail", date: str | None = None
+) -> tuple[Path, list[Entry]]:
+    entries = collect(results, tables_dir, on_error)
+    if not entries:
+        raise FedbenchError(
+            f"no paper table has finished runs in {results}; run fedbench sweep --table NAME first"
+        )
+    cmd = "fedbench table report" + (f" --results {results}" if str(results) != "results" else "")
+    cmd += f" --out {tables_dir}" if str(tables_dir) != "tables" else ""
+    path = Path(tables_dir) / "REPORT.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(entries, cmd, date))
+    return path, entries

@@ -1,0 +1,220 @@
+"""The papers' claims as checks over a table's cells: each check on hand-made cell values, every
+spec's claims naming cells that exist, and one table through the command line (golden)."""
+
+import math
+import re
+
+import pytest
+from test_tables import _stragglers_args, _stragglers_results, check_golden, invoke
+
+from fedbench.paper_tables import (
+    TABLES,
+    Claim,
+    PaperValue,
+    TableSpec,
+    every,
+    lowest,
+    ordered,
+    ratio_near,
+    reached,
+    same_as_paper,
+    within_ci,
+)
+from fedbench.tables import CellResult, ClaimResult, TableResult, claim_lines, evaluate_claims
+
+
+class View:
+    """A CellView stand-in: {(row, col): mean} and {(row, col): PaperValue}."""
+
+    def __init__(self, means, papers=None, dataset="d"):
+        self.means, self.papers, self.dataset = means, papers or {}, dataset
+        self.cols = {c for _, c in means}
+
+    def row(self, row):
+        return row(self.dataset) if callable(row) else row
+
+    def mean(self, row, col):
+        return self.means.get((self.row(row), col))
+
+    def paper(self, row, col):
+        return self.papers.get((self.row(row), col))
+
+
+C = "rounds"
+
+
+def test_lowest_orders_and_handles_not_reached_and_missing():
+    check = lowest(("A", C), [("B", C), ("D", C)])
+    v = check(View({("A", C): 3.0, ("B", C): 5.0, ("D", C): math.inf}))
+    assert v.holds is True and v.ours == "A 3, B 5, D not reached"
+    assert check(View({("A", C): 5.0, ("B", C): 5.0, ("D", C): 9.0})).holds is False  # a tie
+    assert check(View({("A", C): math.inf, ("B", C): 5.0, ("D", C): 9.0})).holds is False
+    na = check(View({("A", C): 3.0, ("D", C): 4.0}))
+    assert na.holds is None and na.ours == "no number for B"
+    none = check(View({("A", C): math.inf, ("B", C): math.inf, ("D", C): math.inf}))
+    assert none.holds is None and "none reached" in none.ours
+    higher = lowest(("A", C), [("B", C)], lower=False)
+    assert higher(View({("A", C): 64.4, ("B", C): 60.9})).holds is True
+
+
+def test_lowest_shows_the_papers_numbers_when_it_has_them():
+    papers = {("A", C): PaperValue(60.0), ("B", C): PaperValue(116.0)}
+    v = lowest(("A", C), [("B", C)], stated="text")(View({("A", C): 9.0, ("B", C): 8.0}, papers))
+    assert v.holds is False and v.paper == "A 60, B 116"
+    v = lowest(("A", C), [("B", C)], stated="text")(View({("A", C): 9.0, ("B", C): 10.0}))
+    assert v.holds is True and v.paper == "text"
+
+
+def test_ordered_allows_ties_and_reads_direction():
+    refs = [("A", C), ("B", C), ("D", C)]
+    up = View({("A", C): 1.0, ("B", C): 1.0, ("D", C): 2.0})
+    assert ordered(refs)(up).holds is True
+    assert ordered(refs, increasing=False)(up).holds is False
+    assert ordered(refs, increasing=False)(View({("A", C): 3.0, ("B", C): 2.0, ("D", C): 2.0}))
+
+
+def test_ratio_near_uses_the_papers_cells_or_a_given_ratio():
+    papers = {("A", C): PaperValue(116.0), ("B", C): PaperValue(60.0)}  # 1.93x
+    check = ratio_near(("A", C), ("B", C), tol=0.25)
+    assert check(View({("A", C): 20.0, ("B", C): 11.0}, papers)).holds is True  # 1.82x
+    v = check(View({("A", C): 11.0, ("B", C): 11.0}, papers))
+    assert v.holds is False and v.ours == "1.00x" and v.paper == "1.93x (within 25%)"
+    assert check(View({("A", C): 11.0, ("B", C): 11.0})).holds is None  # no paper numbers
+    given = ratio_near(("A", C), ("B", C), tol=0.1, paper_ratio=0.5)
+    assert given(View({("A", C): 52.0, ("B", C): 100.0})).holds is True
+    assert given(View({("A", C): math.inf, ("B", C): 100.0})).holds is None
+
+
+def test_within_ci_same_as_paper_reached_and_every():
+    ci = {("A", C): PaperValue(15.0, 14.0, 16.0), ("B", C): PaperValue(9.0, 8.0, 10.0)}
+    check = within_ci([("A", C), ("B", C)])
+    assert check(View({("A", C): 15.5, ("B", C): 8.2}, ci)).holds is True
+    v = check(View({("A", C): 15.5, ("B", C): 12.0}, ci))
+    assert v.holds is False and v.paper == "A 14.00–16.00, B 8.00–10.00"
+    assert check(View({("A", C): 15.5, ("B", C): 8.2})).holds is None
+    win = {("G1", "w"): PaperValue("SFL"), ("G2", "w"): PaperValue("PFL")}
+    same = same_as_paper([("G1", "w"), ("G2", "w")])
+    assert same(View({("G1", "w"): "SFL", ("G2", "w"): "PFL"}, win)).holds is True
+    assert same(View({("G1", "w"): "SFL", ("G2", "w"): "SFL"}, win)).holds is False
+    near = same_as_paper([("G1", "n")], rel=0.01)
+    assert near(View({("G1", "n"): 1005.0}, {("G1", "n"): PaperValue(1000.0)})).holds is True
+    assert reached([("A", C)])(View({("A", C): 12.0})).holds is True
+    assert reached([("A", C)])(View({("A", C): math.inf})).holds is False
+    both = every(lowest(("A", C), [("B", C)]), lowest(("B", C), [("D", C)]))
+    v = both(View({("A", C): 1.0, ("B", C): 2.0, ("D", C): 1.0}))
+    assert v.holds is False and v.ours == "B 2, D 1"  # the failing part is the one shown
+    assert both(View({("A", C): 1.0, ("B", C): 2.0})).holds is None
+
+
+def test_claims_are_counted_per_dataset_and_listed():
+    spec = TableSpec(
+        "t",
+        "src",
+        "title",
+        ("x", "y"),
+        lambda ds: [],
+        claims=(
+            Claim("A beats B", lowest(("A", C), [("B", C)])),
+            Claim("only on y", reached([("A", C)]), datasets=("y",)),
+        ),
+    )
+    result = TableResult(spec, None, "minmax", [])
+    views = {"x": View({("A", C): 1.0, ("B", C): 2.0}), "y": View({("A", C): math.inf})}
+    result.claims = [
+        ClaimResult(c, ds, c.check(views[ds]))
+        for ds in ("x", "y")
+        for c in spec.claims
+        if c.datasets is None or ds in c.datasets
+    ]
+    lines = claim_lines(result)
+    assert lines[0] == "claims: 1 of 2 reproduced (1 n/a: cells without a number)"
+    assert lines[1] == "  reproduced: [x] A beats B (ours: A 1, B 2)"
+    assert lines[2].startswith("  n/a: [y] A beats B (ours: no number for B")
+    assert lines[3] == "  not reproduced: [y] only on y (ours: A not reached)"
+
+
+@pytest.mark.parametrize("name", [n for n, t in TABLES.items() if t.claims])
+def test_every_claim_names_cells_of_its_table(name):
+    """With a number in every cell, no claim of any spec reads a cell that is not there."""
+    spec = TABLES[name]
+    cells = spec.cells()
+    results = [CellResult(c, status="ok", mean=float(i + 1)) for i, c in enumerate(cells)]
+    for r in results:
+        if r.cell.derived is not None and "winner" in r.cell.col:
+            r.mean = "SFL"
+        if r.cell.paper is not None:
+            from fedbench.paper_tables import lookup
+
+            r.paper = lookup(r.cell.paper, r.cell.dataset)
+    result = TableResult(spec, None, "minmax", results)
+    claims = evaluate_claims(result)
+    assert claims, name
+    for c in claims:
+        assert not c.verdict.ours.startswith("no number"), (c.dataset, c.claim.text, c.verdict)
+
+
+def test_table_command_ends_with_its_claims(tmp_path):
+    """stragglers through the command line: the terminal table ends with the verdicts, and the
+    md / csv / latex files carry them."""
+    res = tmp_path / "results"
+    _stragglers_results(res)
+    args = _stragglers_args(res)
+    r = invoke("table", "stragglers", *args)
+    assert r.exit_code == 0, r.output
+    tail = r.output[r.output.index("claims: ") :]
+    check_golden("stragglers_claims.txt", tail, res)
+    assert tail.startswith("claims: 1 of 4 reproduced\n")
+    for fmt, ext, mark in (("md", "md", "**claims: "), ("csv", "csv", "# claims: ")):
+        r = invoke("table", "stragglers", *args, "--format", fmt, "--out", tmp_path / "t")
+        assert r.exit_code == 0 and "claims: 1 of 4 reproduced" in r.output, r.output
+        text = (tmp_path / "t" / f"stragglers_synthetic-1-1.{ext}").read_text()
+        assert mark + "1 of 4 reproduced" in text
+        assert len(re.findall(r"reproduced: ", text)) == 4
+    r = invoke("table", "stragglers", *args, "--format", "latex", "--out", tmp_path / "t")
+    assert (
+        "% claims: 1 of 4 reproduced"
+        in (tmp_path / "t" / "stragglers_synthetic-1-1.tex").read_text()
+    )
+
+
+def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
+    """A tiny results folder: the stragglers runs at a cut (5 rounds, N 6, K 3, seeds 0,1) and
+    the table file that names them; `fedbench table report` finds both and writes REPORT.md."""
+    from fedbench.report import parse_table_command
+
+    res, tdir = tmp_path / "results", tmp_path / "tables"
+    _stragglers_results(res)
+    args = _stragglers_args(res)
+    r = invoke("table", "stragglers", *args, "--format", "md", "--out", tdir)
+    assert r.exit_code == 0, r.output
+    (tdir / "notes.md").write_text("no header here\n")  # other files are left alone
+    r = invoke("table", "report", "--results", res, "--out", tdir)
+    assert r.exit_code == 0, r.output
+    assert "stragglers (synthetic-1-1): claims: 1 of 4 reproduced" in r.output
+    text = (tdir / "REPORT.md").read_text()
+    assert text.startswith(f"<!-- made by: fedbench table report --results {res} --out {tdir}")
+    row = "| stragglers | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 of 4"
+    assert row in text and "reproduced | cut |" in text
+    assert "- scale: cut: rounds 5 (paper 200); N 6 (paper 30); K 3 (paper 10); seeds 0,1" in text
+    assert "(paper 0,1,2)" in text
+    assert (
+        "- runs made by: `fedbench sweep --table stragglers --dataset synthetic-1-1 "
+        "--preset default --seeds 0,1 --set rounds=5" in text
+    )
+    assert "(file `stragglers_synthetic-1-1.md`)" in text
+    assert "- not reproduced: FedProx mu>0 ends with a lower training loss" in text
+    assert text.count("## ") == 1  # no other table has runs here
+    name, sel, ignored = parse_table_command(
+        "fedbench table tau --dataset fmnist --seeds 0,1 --set lr=1e-5 --calibrated --format md",
+        "results",
+    )
+    assert (name, sel.dataset, sel.seeds, sel.sets, ignored) == (
+        "tau",
+        "fmnist",
+        (0, 1),
+        {"lr": "1e-5"},
+        ["--calibrated"],
+    )
+    (tmp_path / "empty").mkdir()
+    r = invoke("table", "report", "--results", tmp_path / "empty", "--out", tdir)
+    assert r.exit_code == 2 and "no paper table has finished runs" in r.output
