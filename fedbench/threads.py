@@ -10,9 +10,10 @@ MNIST CNN. So:
 - an explicit --threads wins;
 - models whose local step is below SMALL_STEP_FLOPS (logreg, the quadratic model, MLPs at
   B = 10) get 1 thread;
-- other models (conv nets, LSTMs) get the budget (the machine's cores, or cores / jobs in a
-  sweep of several processes) less the cores other processes keep busy (the 1-minute load
-  average, rounded), at least 1: torch's choice only on an idle machine.
+- other models (conv nets, LSTMs) get the budget: the machine's cores, or cores / jobs in a
+  sweep of several processes. Not less when other processes are busy: the thread count can
+  change a reduction's order and so the last bits of a run, and the same config on the same
+  machine must give the same numbers; on a shared machine pass --threads.
 
 The CLI (train, sweep workers, check) calls configure(); the engine then applies the choice
 for its model (apply) and the runner records it in run.json. Library use that never calls
@@ -20,8 +21,6 @@ configure() keeps torch's own setting.
 """
 
 from __future__ import annotations
-
-import os
 
 import torch
 
@@ -65,8 +64,7 @@ def choose(model, cfg) -> int:
     flops = step_flops(model, cfg.clients_per_round, cfg.batch_size)
     if flops is not None and flops < SMALL_STEP_FLOPS:
         return 1
-    busy = round(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
-    return max(1, min(int(budget), cores - busy))
+    return max(1, min(int(budget), cores))
 
 
 def apply(model, cfg) -> int:
