@@ -7,47 +7,36 @@ import click
 from fedbench.cli import options as opt
 from fedbench.cli.common import make_selection
 
-
-def search_options(f):
-    """The search's own options: --target, --start, --step, --rtol, --tol, --max-points,
-    --direction."""
-    for option in reversed(
-        (
-            click.option("--target", type=float, help="The value to match (default: the paper's)."),
-            click.option(
-                "--start", type=float, help="First value tried (default: the anchor's own)."
-            ),
-            click.option(
-                "--step", type=float, default=10.0, show_default=True, help="Bracketing factor."
-            ),
-            click.option(
-                "--rtol",
-                type=float,
-                default=0.05,
-                show_default=True,
-                help="Stop when the bracket is within a factor 1 + rtol.",
-            ),
-            click.option(
-                "--tol",
-                type=float,
-                default=0.0,
-                show_default=True,
-                help="Stop at |metric - target| <= tol.",
-            ),
-            click.option(
-                "--max-points", type=int, default=12, show_default=True, help="Values tried, most."
-            ),
-            click.option(
-                "--direction",
-                type=click.Choice(["auto", "up", "down"]),
-                default="auto",
-                show_default=True,
-                help="Which way to bracket from the start value.",
-            ),
-        )
-    ):
-        f = option(f)
-    return f
+# the search's own options: --target, --start, --step, --rtol, --tol, --max-points, --direction.
+search_options = opt.together(
+    click.option("--target", type=float, help="The value to match (default: the paper's)."),
+    click.option("--start", type=float, help="First value tried (default: the anchor's own)."),
+    click.option("--step", type=float, default=10.0, show_default=True, help="Bracketing factor."),
+    click.option(
+        "--rtol",
+        type=float,
+        default=0.05,
+        show_default=True,
+        help="Stop when the bracket is within a factor 1 + rtol.",
+    ),
+    click.option(
+        "--tol",
+        type=float,
+        default=0.0,
+        show_default=True,
+        help="Stop at |metric - target| <= tol.",
+    ),
+    click.option(
+        "--max-points", type=int, default=12, show_default=True, help="Values tried, most."
+    ),
+    click.option(
+        "--direction",
+        type=click.Choice(["auto", "up", "down"]),
+        default="auto",
+        show_default=True,
+        help="Which way to bracket from the start value.",
+    ),
+)
 
 
 @click.command()

@@ -10,37 +10,31 @@ from fedbench.cli import options as opt
 from fedbench.cli.common import OneLineError
 from fedbench.errors import FedbenchError
 
-
-def tolerance_options(f):
-    """--acc-tol, --rounds-tol, --speed-factor, --no-timing."""
-    for option in reversed(
-        (
-            click.option(
-                "--acc-tol",
-                type=opt.FINITE_NON_NEGATIVE,
-                default=0.02,
-                show_default=True,
-                help="Allowed absolute change of best/final test accuracy.",
-            ),
-            click.option(
-                "--rounds-tol",
-                type=opt.FINITE_NON_NEGATIVE,
-                default=0.10,
-                show_default=True,
-                help="Allowed relative increase of rounds to target (at least one round).",
-            ),
-            click.option(
-                "--speed-factor",
-                type=opt.FINITE_NON_NEGATIVE,
-                default=3.0,
-                show_default=True,
-                help="Allowed slow-down of s/round (same device kind only).",
-            ),
-            click.option("--no-timing", is_flag=True, help="Do not compare s/round."),
-        )
-    ):
-        f = option(f)
-    return f
+# --acc-tol, --rounds-tol, --speed-factor, --no-timing.
+tolerance_options = opt.together(
+    click.option(
+        "--acc-tol",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=0.02,
+        show_default=True,
+        help="Allowed absolute change of best/final test accuracy.",
+    ),
+    click.option(
+        "--rounds-tol",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=0.10,
+        show_default=True,
+        help="Allowed relative increase of rounds to target (at least one round).",
+    ),
+    click.option(
+        "--speed-factor",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=3.0,
+        show_default=True,
+        help="Allowed slow-down of s/round (same device kind only).",
+    ),
+    click.option("--no-timing", is_flag=True, help="Do not compare s/round."),
+)
 
 
 @click.command()

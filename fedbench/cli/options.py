@@ -86,15 +86,22 @@ table_name = _shared("--table", "table_name", help="The paper table (see fedbenc
 view_format = _shared("--format", "fmt", type=click.Choice(["rich", "md"]), default="rich")
 
 
-def selection(f):
-    """--dataset, --seeds, --preset, --set, --results: which runs a paper table refers to
-    (table, plot, calibrate; sweep --table takes the same ones)."""
-    for option in (
-        results(),
-        sets(),
-        preset(help="Run the table's cells on this preset instead of the paper's."),
-        seeds(),
-        dataset(),
-    ):
-        f = option(f)
-    return f
+def together(*options):
+    """One decorator applying several options, listed in the order --help shows them."""
+
+    def apply(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+# which runs a paper table refers to (table, plot, calibrate; sweep --table takes the same)
+selection = together(
+    dataset(),
+    seeds(),
+    preset(help="Run the table's cells on this preset instead of the paper's."),
+    sets(),
+    results(),
+)

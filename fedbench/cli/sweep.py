@@ -48,40 +48,33 @@ class SweepArgs:
     calibrated: bool
 
 
-def executor_options(f):
-    """--jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run."""
-    for option in reversed(
-        (
-            opt.jobs(),
-            opt.threads(
-                help="torch threads per run (default: 1 for small models, else cores / jobs)."
-            ),
-            click.option(
-                "--executor",
-                type=click.Choice(["local", "ray"]),
-                default="local",
-                show_default=True,
-                help="local: this machine; ray: tasks on a Ray cluster.",
-            ),
-            click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT."),
-            click.option(
-                "--gpus-per-run",
-                type=opt.FINITE_NON_NEGATIVE,
-                default=0,
-                show_default=True,
-                help="Ray num_gpus.",
-            ),
-            click.option(
-                "--cpus-per-run",
-                type=opt.FINITE_NON_NEGATIVE,
-                default=1,
-                show_default=True,
-                help="Ray num_cpus.",
-            ),
-        )
-    ):
-        f = option(f)
-    return f
+# --jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run.
+executor_options = opt.together(
+    opt.jobs(),
+    opt.threads(help="torch threads per run (default: 1 for small models, else cores / jobs)."),
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: this machine; ray: tasks on a Ray cluster.",
+    ),
+    click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT."),
+    click.option(
+        "--gpus-per-run",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=0,
+        show_default=True,
+        help="Ray num_gpus.",
+    ),
+    click.option(
+        "--cpus-per-run",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=1,
+        show_default=True,
+        help="Ray num_cpus.",
+    ),
+)
 
 
 @click.command()
