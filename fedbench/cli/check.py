@@ -1,0 +1,121 @@
+"""`fedbench check`: rerun a fixed set of configs and compare them with the stored reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fedbench.cli import options as opt
+from fedbench.cli.common import OneLineError
+from fedbench.errors import FedbenchError
+
+# --acc-tol, --rounds-tol, --speed-factor, --no-timing.
+tolerance_options = opt.together(
+    click.option(
+        "--acc-tol",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=0.02,
+        show_default=True,
+        help="Allowed absolute change of best/final test accuracy.",
+    ),
+    click.option(
+        "--rounds-tol",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=0.10,
+        show_default=True,
+        help="Allowed relative increase of rounds to target (at least one round).",
+    ),
+    click.option(
+        "--speed-factor",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=3.0,
+        show_default=True,
+        help="Allowed slow-down of s/round (same device kind only).",
+    ),
+    click.option("--no-timing", is_flag=True, help="Do not compare s/round."),
+)
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="The CI subset (seconds): synthetic checks only.")
+@click.option("--only", help="Comma-separated check names (see the table it prints).")
+@opt.results(
+    default=None,
+    show_default=False,
+    help="Read the check runs from here instead of rerunning.",
+)
+@click.option(
+    "--reference", default="results/reference/check.json", show_default=True, type=click.Path()
+)
+@click.option("--update", is_flag=True, help="Write the measured numbers as the new reference.")
+@tolerance_options
+@opt.threads(default=1, show_default=True, help="torch threads.")
+def check(
+    quick, only, results, reference, update, acc_tol, rounds_tol, speed_factor, no_timing, threads
+):
+    """Regression check: rerun a small fixed set of configs and compare them with the stored
+    reference; exits 1 with a table of what regressed.
+
+    \b
+    Examples:
+      fedbench check --quick                   # CI: two synthetic configs, seconds
+      fedbench check                           # all checks (Fashion-MNIST one if installed)
+      fedbench check --update                  # accept the current numbers as the reference
+      fedbench check --results runs/ --no-timing
+    """
+    from fedbench.check import (
+        Tolerances,
+        check_configs,
+        compare,
+        load_reference,
+        measure,
+        rows_table,
+        write_reference,
+    )
+    from fedbench.tables import console
+
+    names = check_names(quick, only)
+    configs = check_configs(names)
+    ref_path = Path(reference)
+    if not update:
+        ref = load_reference(ref_path)  # before running anything
+    measured = measure(configs, Path(results) if results else None, threads)
+    if update:
+        write_reference(ref_path, measured, configs)
+        ref = load_reference(ref_path)
+    rows = compare(measured, ref, Tolerances(acc_tol, rounds_tol, speed_factor, not no_timing))
+    console().print(rows_table(rows))
+    if update:
+        click.echo(f"wrote {ref_path}")
+    else:
+        verdict(rows, len(names), ref_path)
+
+
+def check_names(quick: bool, only: str | None) -> list[str]:
+    from fedbench.check import CHECKS, QUICK
+    from fedbench.sweep import parse_list
+
+    names = parse_list(only, "--only") or list(QUICK if quick else CHECKS)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise FedbenchError(f"unknown check {unknown[0]!r}; choose from: {', '.join(CHECKS)}")
+    return names
+
+
+def verdict(rows, checked: int, ref_path: Path) -> None:
+    """ok, or exit 1 naming the first regressions."""
+    from fedbench.check import describe, regressions
+
+    bad = regressions(rows)
+    if bad:
+        raise OneLineError(
+            f"{len(bad)} regression(s): "
+            + "; ".join(describe(r) for r in bad[:3])
+            + (" ..." if len(bad) > 3 else ""),
+            1,
+        )
+    click.echo(f"ok: {checked} check(s) within tolerance of {ref_path}")
+
+
+COMMANDS = [check]

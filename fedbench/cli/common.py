@@ -1,0 +1,131 @@
+"""What several commands share besides their options: the one-line error, checks of folder and
+seed options, the command line as one source of config fields, and the runs a table names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fedbench.errors import FedbenchError
+
+
+class OneLineError(click.ClickException):
+    def __init__(self, message: str, code: int):
+        super().__init__(" ".join(str(message).splitlines()))  # one line, whatever it holds
+        self.exit_code = code
+
+
+def escape(text: str) -> str:
+    """Text for rich's markup (paths and messages may hold [brackets])."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
+
+
+def warn(label: str, lines) -> None:
+    """Each line on stderr after a yellow label (skipped:, rerunning:, ...)."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    for line in lines:
+        err.print(f"[yellow]{label}[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+
+def echo_lines(lines) -> None:
+    for line in lines:
+        click.echo(line)
+
+
+def check_folder(path: str | Path | None, option: str, claims: bool = False) -> None:
+    """A folder option (made if missing): neither it nor a folder above it may be a file;
+    with claims, its .claims folder (run claims) must not be a file either."""
+    if path is None:
+        return
+    p = Path(path)
+    for q in (p, *p.parents):
+        if q.exists() and not q.is_dir():
+            above = "" if q == p else f" (it is inside {q})"
+            raise FedbenchError(
+                f"{option} {path} cannot be a folder: {q} is a file{above}; give a folder"
+            )
+    claims_dir = p / ".claims"
+    if claims and claims_dir.exists() and not claims_dir.is_dir():
+        raise FedbenchError(
+            f"{claims_dir} is a file; fedbench keeps run claims in that folder: move the file away"
+        )
+
+
+def check_seeds(seeds) -> None:
+    from fedbench.config import check_value
+
+    for s in seeds or ():
+        check_value("seed", s)
+
+
+def command_line(sets, flags: dict, options: dict | None = None) -> dict:
+    """--set items and the fields that flags (--rounds, --seed, ...) set, as one source: a
+    field given twice on the command line, even with one value, is an error (one_each).
+    options: a field's flag where it is not --FIELD (e.g. seed: --seeds)."""
+    from fedbench.config import one_each, parse_set
+
+    items = [(k, v, f"--set {k}={v}") for k, v in parse_set(sets).items()]
+    for key, val in flags.items():
+        if val is not None:
+            flag = (options or {}).get(key, f"--{key.replace('_', '-')}")
+            items.append((key, str(val), f"{flag} {val}"))
+    return one_each(items)
+
+
+def make_selection(dataset, seeds, preset, sets, results):
+    """The runs a paper table refers to; every key, value, seed and preset checked here, so
+    that a typo stops with one line instead of leaving every cell n/a."""
+    from fedbench.config import RunConfig, apply_overrides
+    from fedbench.presets import get_preset
+    from fedbench.sweep import parse_list
+    from fedbench.tables import Selection
+
+    seed_list = parse_list(seeds, "--seeds", int)
+    check_seeds(seed_list)
+    if preset:
+        get_preset(preset)
+    overrides = command_line(sets, {})
+    apply_overrides(RunConfig(), overrides)  # each key known, each value valid on its own
+    check_folder(results, "--results")
+    return Selection(
+        dataset=dataset,
+        seeds=tuple(seed_list) if seed_list is not None else None,
+        preset=preset,
+        sets=overrides,
+        results=str(results),
+    )
+
+
+def apply_calibration(spec, sel, calibrated: bool):
+    """(selection, header line): unchanged without --calibrated."""
+    if not calibrated:
+        return sel, None
+    from fedbench.calibrate import calibrated_selection
+
+    return calibrated_selection(spec, sel)
+
+
+def table_selection(spec, dataset, seeds, preset, sets, results, calibrated):
+    """make_selection, then the calibrated value where asked: (selection, header line)."""
+    sel = make_selection(dataset, seeds, preset, sets, results)
+    return apply_calibration(spec, sel, calibrated)
+
+
+class ListedHelp(click.Command):
+    """A command whose help names a registry's entries: each `{KEY}` in its docstring becomes
+    the names lists[KEY]() returns, when the help is shown (so the registries load only then)."""
+
+    def __init__(self, *args, lists: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lists = lists or {}
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for key, names in self.lists.items():
+            self.help = (self.help or "").replace(f"{{{key}}}", ", ".join(names()))
+        self.lists = {}
+        super().format_help_text(ctx, formatter)

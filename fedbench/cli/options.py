@@ -1,0 +1,107 @@
+"""Options several commands take, each declared once (name, type, default, metavar, help).
+
+Each is a factory: `@opt.results()` gives the shared option, `@opt.results(help="...")` the same
+option with what one command says differently (a help text, a default)."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+
+class NonNegative(click.FloatRange):
+    """A finite number >= 0 (click's FloatRange lets nan and inf through)."""
+
+    def __init__(self):
+        super().__init__(min=0)
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
+THREAD_COUNT = click.IntRange(min=1)
+FINITE_NON_NEGATIVE = NonNegative()
+
+
+def _shared(*decls, **attrs):
+    def factory(**changes):
+        return click.option(*decls, **{**attrs, **changes})
+
+    return factory
+
+
+results = _shared(
+    "--results", default="results", show_default=True, type=click.Path(), help="Results folder."
+)
+threads = _shared(
+    "--threads",
+    type=THREAD_COUNT,
+    help="torch CPU threads (default: 1 for small models, else all cores).",
+)
+jobs = _shared(
+    "--jobs",
+    "-j",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Runs at once on this machine (each gets cores/jobs threads, its own GPU).",
+)
+preset = _shared("--preset", help="Named paper setting (see `fedbench presets`).")
+config_file = _shared(
+    "--config", "config_file", type=click.Path(), help="TOML file of config fields."
+)
+sets = _shared(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change a field of every run (e.g. rounds=30 for a quick look); repeatable.",
+)
+seeds = _shared("--seeds", help="Comma-separated seeds (default: the table's).")
+dataset = _shared("--dataset", help="One dataset of the table (default: all of them).")
+data_dir = _shared("--data-dir", help="Folder holding the dataset files.")
+quiet = _shared("--quiet", is_flag=True, help="No progress display.")
+on_error = _shared(
+    "--on-error",
+    type=click.Choice(["fail", "skip"]),
+    default="fail",
+    show_default=True,
+    help="A run with a corrupt file: stop with its name, or skip it.",
+)
+strict = _shared(
+    "--strict",
+    is_flag=True,
+    help="Refuse runs written by another fedbench version (default: use them, with a note).",
+)
+calibrated = _shared(
+    "--calibrated",
+    is_flag=True,
+    help="At the value `fedbench calibrate` fitted for this table and dataset.",
+)
+table_name = _shared("--table", "table_name", help="The paper table (see fedbench table).")
+view_format = _shared("--format", "fmt", type=click.Choice(["rich", "md"]), default="rich")
+
+
+def together(*options):
+    """One decorator applying several options, listed in the order --help shows them."""
+
+    def apply(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+# which runs a paper table refers to (table, plot, calibrate; sweep --table takes the same)
+selection = together(
+    dataset(),
+    seeds(),
+    preset(help="Run the table's cells on this preset instead of the paper's."),
+    sets(),
+    results(),
+)

@@ -1,0 +1,239 @@
+"""`fedbench sweep`: a grid of configs (or what a paper table needs), skipping what results/
+already holds. The command parses; fedbench.sweep plans and executes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from fedbench.cli import options as opt
+from fedbench.cli.common import (
+    OneLineError,
+    check_folder,
+    check_seeds,
+    command_line,
+    echo_lines,
+    table_selection,
+    warn,
+)
+from fedbench.errors import FedbenchError
+
+
+@dataclass(frozen=True)
+class SweepArgs:
+    """The sweep command's options, as click passes them."""
+
+    table_name: str | None
+    sweep_file: str | None
+    preset: str | None
+    config_file: str | None
+    methods: str | None
+    dataset: str | None
+    seeds: str | None
+    grids: tuple[str, ...]
+    sets: tuple[str, ...]
+    results: str
+    jobs: int
+    threads: int | None
+    executor: str
+    address: str | None
+    gpus_per_run: float
+    cpus_per_run: float
+    dry_run: bool
+    quiet: bool
+    on_error: str
+    strict: bool
+    calibrated: bool
+
+
+# --jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run.
+executor_options = opt.together(
+    opt.jobs(),
+    opt.threads(help="torch threads per run (default: 1 for small models, else cores / jobs)."),
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: this machine; ray: tasks on a Ray cluster.",
+    ),
+    click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT."),
+    click.option(
+        "--gpus-per-run",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=0,
+        show_default=True,
+        help="Ray num_gpus.",
+    ),
+    click.option(
+        "--cpus-per-run",
+        type=opt.FINITE_NON_NEGATIVE,
+        default=1,
+        show_default=True,
+        help="Ray num_cpus.",
+    ),
+)
+
+
+@click.command()
+@opt.table_name(help="Run what this paper table needs (see fedbench table).")
+@click.option("--file", "sweep_file", type=click.Path(), help="TOML sweep file (see README).")
+@opt.preset(help="Named paper setting the grid starts from.")
+@opt.config_file()
+@click.option("--methods", help="Comma-separated methods, e.g. fedavg,fedprox.")
+@opt.dataset(help="Dataset (with --table: which of the table's datasets).")
+@opt.seeds(help="Comma-separated seeds, e.g. 0,1,2.")
+@click.option(
+    "--grid",
+    "grids",
+    multiple=True,
+    metavar="KEY=V1,V2",
+    help="Vary a config field or method parameter over values; repeatable (all combinations).",
+)
+@opt.sets(help="Fix a config field or method parameter for every run; repeatable.")
+@opt.results(help=None)
+@executor_options
+@click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
+@opt.quiet()
+@opt.on_error(
+    default="skip",
+    help="A run with a damaged file: rerun it (skip its record), or stop with its name.",
+)
+@opt.strict()
+@opt.calibrated()
+def sweep(**options):
+    """Run a grid of configs, skipping the ones results/ already holds (resumable: start it
+    again after a crash or kill; several sweeps may share one results folder).
+
+    \b
+    Examples:
+      fedbench sweep --methods fedavg,fedprox --dataset fmnist --seeds 0,1,2 \\
+                     --grid rho=0.1,0.3,0.5 --grid K=5,10,25
+      fedbench sweep --table tau --dataset fmnist          # what `fedbench table tau` needs
+      fedbench sweep --file sweep.toml --jobs 4
+      fedbench sweep --table r90 --executor ray --address auto --gpus-per-run 0.25
+    """
+    from fedbench.sweep import make_executor, plan_sweep
+
+    a = SweepArgs(**options)
+    executor = make_executor(
+        a.executor, a.jobs, a.threads, a.address, a.gpus_per_run, a.cpus_per_run
+    )
+    check_folder(a.results, "--results", claims=True)
+    configs, unavailable, label = sweep_configs(a)
+    plan = plan_sweep(configs, Path(a.results), on_error=a.on_error, strict=a.strict)
+    plan.unavailable = unavailable
+    announce(plan, label, executor.name, a)
+    if a.dry_run:
+        echo_lines(f"  {cfg.run_id()}  {cfg.method} {cfg.method_params or ''}" for cfg in plan.todo)
+        echo_lines(plan.notes)
+        return
+    execute(plan, executor, a, label)
+
+
+def sweep_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
+    """(configs, cells unavailable in this build by reason, label) of --table or of a grid."""
+    if a.table_name:
+        return _table_configs(a)
+    if a.calibrated:
+        raise FedbenchError("--calibrated goes with --table (the fit belongs to a table)")
+    from fedbench.sweep import grid_configs, load_sweep_file
+
+    kw = load_sweep_file(a.sweep_file) if a.sweep_file else {}
+    grid_args = sweep_grid_args(kw, a.sets, a.grids, a.dataset, a.seeds, a.methods)
+    configs = grid_configs(
+        preset=a.preset or kw.get("preset"),
+        config_file=a.config_file or kw.get("config_file"),
+        **grid_args,
+    )
+    return configs, {}, "sweep"
+
+
+def _table_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
+    from fedbench.paper_tables import get_table
+    from fedbench.sweep import table_configs
+
+    if a.sweep_file or a.methods or a.grids or a.config_file:
+        raise FedbenchError(
+            "--table chooses the runs itself; use --dataset, --seeds, --preset and --set "
+            "with it, not --methods, --grid, --config or --file"
+        )
+    spec = get_table(a.table_name, figure=True)
+    sel, fit_line = table_selection(
+        spec, a.dataset, a.seeds, a.preset, a.sets, a.results, a.calibrated
+    )
+    if fit_line:
+        click.echo(fit_line)
+    configs, unavailable = table_configs(spec, sel)
+    return configs, unavailable, a.table_name + (f" ({a.dataset})" if a.dataset else "")
+
+
+def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
+    """grid_configs' methods, dataset, seeds, grid, sets and method grids from a sweep file's
+    values (kw) and the command line, which overrides them; then each field is fixed
+    (--set, [set]), varied (--grid, [grid]) or listed (seeds, methods) once."""
+    from fedbench.config import layer, one_each, parse_set
+    from fedbench.sweep import parse_grid, parse_list
+
+    cli_sets, cli_grid = parse_set(sets), parse_grid(grids)
+    command_line(sets, {"dataset": dataset})
+    grid = layer(kw.get("grid", {}), cli_grid)
+    all_sets = layer(kw.get("sets", {}), cli_sets)
+    seed_list = parse_list(seeds, "--seeds", int) or kw.get("seeds")
+    check_seeds(seed_list)
+    method_list = parse_list(methods, "--methods") or kw.get("methods")
+    given = [
+        (k, v, f"{'--set' if k in cli_sets else '[set]'} {k}={v}") for k, v in all_sets.items()
+    ]
+    given += [(k, v, f"{'--grid' if k in cli_grid else '[grid]'} {k}") for k, v in grid.items()]
+    if seed_list:
+        given.append(("seed", seed_list, "--seeds" if seeds else "the file's seeds"))
+    if method_list:
+        given.append(("method", method_list, "--methods" if methods else "the file's methods"))
+    one_each(given)
+    return {
+        "methods": method_list,
+        "dataset": dataset or kw.get("dataset"),
+        "seeds": seed_list,
+        "grid": grid,
+        "sets": all_sets,
+        "method_grids": kw.get("method_grids"),
+    }
+
+
+def announce(plan, label: str, executor_name: str, a: SweepArgs) -> None:
+    """What the plan leaves out or reruns (stderr), then its one-line count."""
+    for reason, n in plan.unavailable.items():
+        warn(f"unavailable ({n} cells):", [reason])
+    warn("rerunning:", plan.problems)
+    click.echo(
+        f"{label}: {plan.total} runs; {len(plan.done)} already done, {len(plan.todo)} to run"
+        + (f", {len(plan.busy)} running elsewhere" if plan.busy else "")
+        + f" ({executor_name}"
+        + (f", {a.jobs} at once" if executor_name == "pool" else "")
+        + f") -> {a.results}"
+    )
+
+
+def execute(plan, executor, a: SweepArgs, label: str) -> None:
+    """Run the plan, print its summary and notes; exit 1 when a run failed."""
+    from fedbench.sweep import run_sweep, summary_line, summary_table
+    from fedbench.tables import console
+
+    report = run_sweep(plan, a.results, executor, quiet=a.quiet, label=label)
+    if report.outcomes:
+        console().print(summary_table(report))
+    click.echo(summary_line(report))
+    echo_lines(plan.notes)
+    if report.failed:
+        first = report.failed[0]
+        raise OneLineError(
+            f"{len(report.failed)} run(s) failed, first {first.run_id}: {first.error} "
+            "(recorded in its run.json; the next sweep retries it)",
+            1,
+        )
+
+
+COMMANDS = [sweep]

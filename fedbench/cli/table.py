@@ -1,0 +1,206 @@
+"""`fedbench table`: a paper table from results (ours, the paper's, the difference), the
+per-run summary and the report of every table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fedbench.cli import options as opt
+from fedbench.cli.common import (
+    ListedHelp,
+    apply_calibration,
+    check_folder,
+    echo_lines,
+    make_selection,
+    warn,
+)
+from fedbench.errors import FedbenchError
+
+
+def spec_rows(figures: bool) -> list[dict]:
+    """The paper tables (or, with figures, the figures) `fedbench table` / `plot` draw."""
+    from fedbench.paper_tables import TABLES
+
+    return [
+        {
+            "name": name,
+            "source": spec.source,
+            "datasets": ", ".join(spec.datasets),
+            "what": spec.title,
+        }
+        for name, spec in TABLES.items()
+        if (spec.plot is not None if figures else spec.is_table)
+    ]
+
+
+def table_names() -> list[str]:
+    return [row["name"] for row in spec_rows(figures=False)]
+
+
+def figure_names() -> list[str]:
+    return [row["name"] for row in spec_rows(figures=True)]
+
+
+def list_specs(figures: bool) -> None:
+    from rich.table import Table
+
+    from fedbench.tables import console
+
+    t = Table(title="figures (fedbench plot NAME)" if figures else "tables (fedbench table NAME)")
+    for col in ("name", "source", "datasets", "what"):
+        t.add_column(col)
+    t.add_row(
+        "curves" if figures else "summary",
+        "–",
+        "–",
+        "every run's learning curve" if figures else "one line per run",
+    )
+    for row in spec_rows(figures):
+        t.add_row(*row.values())
+    console().print(t)
+
+
+@click.command(cls=ListedHelp, lists={"tables": table_names})
+@click.argument("name", required=False)
+@opt.selection
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["rich", "md", "csv", "latex"]),
+    default="rich",
+    show_default=True,
+)
+@click.option(
+    "--out",
+    default="tables",
+    show_default=True,
+    type=click.Path(),
+    help="Folder for md/csv/latex files.",
+)
+@opt.on_error(
+    help="A run with a corrupt file: stop with its name, or skip it (its cell shows missing)."
+)
+@click.option(
+    "--spread",
+    type=click.Choice(["minmax", "ci95"]),
+    help="Spread over seeds: min–max or 95% CI (default: the table's, as its paper).",
+)
+@opt.strict()
+@opt.calibrated()
+def table(
+    name, dataset, seeds, preset, sets, results, fmt, out, on_error, spread, strict, calibrated
+):
+    """A paper table from results: ours, the paper's and the difference per cell.
+
+    NAME is a paper table ({tables}), `summary` (one line per run) or `report` (OUT/REPORT.md:
+    every table with runs, its claims' verdicts, scale and commands). Without NAME: the list.
+    Cells whose runs are missing say so, with the `fedbench sweep` command that fills them.
+
+    \b
+    Examples:
+      fedbench table tau --dataset fmnist
+      fedbench table tau --dataset fmnist --format md     # writes tables/tau_fmnist.md
+      fedbench table stragglers --preset default --set rounds=20 --seeds 0
+      fedbench table summary --format csv
+      fedbench table report                             # writes tables/REPORT.md
+    """
+    if name is None:
+        list_specs(figures=False)
+        return
+    if fmt != "rich":
+        check_folder(out, "--out")
+    if name == "summary":
+        check_folder(results, "--results")
+        _table_summary(results, fmt, out, on_error, strict)
+    elif name == "report":
+        _table_report(results, out, on_error)
+    else:
+        from fedbench.paper_tables import get_table
+
+        spec = get_table(name)
+        sel = make_selection(dataset, seeds, preset, sets, results)
+        _paper_table(name, spec, sel, fmt, out, on_error, spread, strict, calibrated)
+
+
+def _paper_table(name, spec, sel, fmt, out, on_error, spread, strict, calibrated) -> None:
+    from fedbench.tables import evaluate_table
+
+    fit_sel, fit_line = apply_calibration(spec, sel, calibrated)
+    result = evaluate_table(
+        spec, sel.results, fit_sel, on_error=on_error, spread=spread, strict=strict
+    )
+    warn("skipped:", result.problems)
+    if fmt == "rich":
+        _print_paper_table(result, fit_line)
+        return
+    opts = " ".join(
+        x for x in (f"--dataset {sel.dataset}" if sel.dataset else "", sel.options()) if x
+    )
+    cmd = f"fedbench table {name} {opts} --format {fmt}".replace("  ", " ")
+    cmd += " --calibrated" if calibrated else ""
+    _write_paper_table(result, cmd, fmt, out, calibrated, fit_line)
+
+
+def _print_paper_table(result, fit_line: str | None) -> None:
+    from fedbench.tables import claim_lines, console, rich_paper_table, table_notes
+
+    c = console()
+    if fit_line:
+        c.print(fit_line, highlight=False, markup=False, soft_wrap=True)
+    c.print(rich_paper_table(result))
+    notes = [line for line in table_notes(result) if not line.startswith("skipped: ")]
+    for line in notes + claim_lines(result):
+        c.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
+    """OUT/NAME[_DATASET][_calibrated].{md,csv,tex}, headed by the command that made it."""
+    from fedbench.tables import claims_summary, header_lines, render_paper_table, table_file_name
+
+    device = ", ".join(sorted(result.devices)) or "no runs"
+    ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
+    path = Path(out) / f"{table_file_name(result)}{'_calibrated' if calibrated else ''}.{ext}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = [*header_lines(cmd, device), result.compute_line(), *([fit_line] if fit_line else [])]
+    path.write_text(render_paper_table(result, fmt, header))
+    click.echo(f"wrote {path}")
+    echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
+    echo_lines(result.notes)
+    if result.claims:
+        click.echo(claims_summary(result))
+
+
+def _table_report(results, out, on_error):
+    """OUT/REPORT.md: every paper table with runs in RESULTS, its verdicts, scale, commands."""
+    from fedbench.report import write_report
+    from fedbench.tables import claims_summary
+
+    path, entries = write_report(results, out, on_error)
+    for e in entries:
+        ds = e.result.selection.dataset or "all datasets"
+        click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")
+    click.echo(f"wrote {path}")
+
+
+def _table_summary(results, fmt, out, on_error, strict=False):
+    from fedbench.results import RunIndex, summary_frame
+    from fedbench.tables import SUMMARY_COLUMNS, console, header_lines, rich_table, write_table
+
+    index = RunIndex(Path(results), on_error=on_error, strict=strict)
+    df = summary_frame(index)
+    warn("skipped:", index.problems)
+    if df.empty:
+        raise FedbenchError(f"no readable runs in {results}; run fedbench train first")
+    df = df[SUMMARY_COLUMNS].sort_values(["dataset", "method", "method_params", "seed"])
+    if fmt == "rich":
+        console().print(rich_table(df, title=f"runs in {results}"))
+    else:
+        cmd = "fedbench table summary" + (f" --results {results}" if results != "results" else "")
+        path = write_table(df, "summary", fmt, Path(out), header_lines(cmd + f" --format {fmt}"))
+        click.echo(f"wrote {path}")
+    echo_lines(index.notes)
+
+
+COMMANDS = [table]
