@@ -11,6 +11,11 @@ the engine keeps the global buffers, gives each training device its own copy [K,
 round's start, lets train-mode steps update them in place, averages them after the round like
 FedAvg averages parameters (merged_buffers), and evaluates with them. Models without buffers
 (buffer_dim == 0) get no `buffers=` argument anywhere: their code path is unchanged.
+
+This module is the training core only: who trains and on which batches comes from fedbench.plan
+(pure), evaluation and full-batch gradients from fedbench.methods.services (also what methods
+reach through ctx.services); the Engine's plan_round / evaluate / full_batch_grads / eval_record
+are thin wrappers that fill in its own config, data, model and global state.
 """
 
 from __future__ import annotations
