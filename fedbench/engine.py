@@ -11,60 +11,29 @@ the engine keeps the global buffers, gives each training device its own copy [K,
 round's start, lets train-mode steps update them in place, averages them after the round like
 FedAvg averages parameters (merged_buffers), and evaluates with them. Models without buffers
 (buffer_dim == 0) get no `buffers=` argument anywhere: their code path is unchanged.
+
+This module is the training core only: who trains and on which batches comes from fedbench.plan
+(pure), evaluation and full-batch gradients from fedbench.methods.services (also what methods
+reach through ctx.services); the Engine's plan_round / evaluate / full_batch_grads / eval_record
+are thin wrappers that fill in its own config, data, model and global state.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import torch
 
 from fedbench import fastpath, threads
+from fedbench import plan as planning
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
-from fedbench.hetero import sample_work
-from fedbench.methods import LocalResult, RoundContext, Setup, build_method
+from fedbench.methods import LocalResult, RoundContext, Setup, build_method, services
 from fedbench.methods.base import weighted_mean
-from fedbench.methods.services import ServicesOf
 from fedbench.models import build_model
-
-
-@dataclass
-class RoundPlan:
-    """Who trains this round, how long, and on which mini-batches. Rows in engine order."""
-
-    clients: torch.Tensor  # [K] device ids
-    units: torch.Tensor  # [K] epochs/steps to run (E_i)
-    tau: torch.Tensor  # [K]
-    slow: torch.Tensor  # [K] bool
-    steps: torch.Tensor  # [K] local SGD steps
-    batches_per_epoch: torch.Tensor  # [K]
-    batch_idx: torch.Tensor  # [K, S, B] sample indices (on device)
-    batch_weight: torch.Tensor  # [K, S, B] 1/batch size for real samples, 0 for padding
-    n_dropped: int
-    dropped: list[int]
-
-    @property
-    def k(self) -> int:
-        return int(self.clients.shape[0])
-
-    def rows(self, sel: slice) -> RoundPlan:
-        """The plan restricted to some rows (SFL trains one device at a time)."""
-        return RoundPlan(
-            self.clients[sel],
-            self.units[sel],
-            self.tau[sel],
-            self.slow[sel],
-            self.steps[sel],
-            self.batches_per_epoch[sel],
-            self.batch_idx[sel],
-            self.batch_weight[sel],
-            self.n_dropped,
-            self.dropped,
-        )
+from fedbench.plan import RoundPlan
 
 
 class Engine:
@@ -96,76 +65,24 @@ class Engine:
 
     # ------------------------------------------------------------------ planning
     def plan_round(self, r: int) -> RoundPlan:
-        cfg = self.cfg
-        n, k = self.data.num_clients, cfg.clients_per_round
-        clients = torch.randperm(n, generator=generator(cfg.seed, "select", r))[:k]
-        work = sample_work(cfg, k, generator(cfg.seed, "hetero", r))
-        keep = torch.ones(k, dtype=torch.bool)
-        policy = cfg.straggler_policy
-        if policy == "drop" or (policy == "drop-fedavg" and self.method.drops_stragglers):
-            keep = ~work.slow
-        dropped = clients[~keep].tolist()
-        clients, units, slow, tau = clients[keep], work.units[keep], work.slow[keep], work.tau[keep]
-        sizes = self.sizes[clients]
-        nb = (sizes + cfg.batch_size - 1) // cfg.batch_size
-        steps = units if cfg.local_steps is not None else units * nb
-        order = torch.argsort(steps, descending=True, stable=True)
-        clients, units, slow, tau, nb, steps = (
-            t[order] for t in (clients, units, slow, tau, nb, steps)
-        )
-        idx, wt = self._batches(r, clients, nb, steps)
-        return RoundPlan(
-            clients,
-            units,
-            tau,
-            slow,
-            steps,
-            nb,
-            idx.to(self.device),
-            wt.to(self.device),
-            len(dropped),
-            dropped,
+        """Round r's plan (fedbench.plan: a pure function of the config, the data and r)."""
+        return planning.plan_round(
+            self.cfg,
+            r,
+            self.sizes,
+            self.data.client_indices,
+            self.method.drops_stragglers,
+            self.device,
         )
 
-    def _batches(self, r: int, clients, nb, steps):
-        """Mini-batch indices [K, S, B]: each device walks through fresh permutations of its
-        data, epoch after epoch; the last batch of an epoch may be short (padded, weight 0).
-
-        A device's permutations come from its own stream (seed, round, device), drawn for the
-        full E epochs, so its batches do not depend on who else trains this round or on how
-        much of its work it finishes: partial work is a prefix of full work.
-        """
-        cfg = self.cfg
-        bsz = cfg.batch_size
-        s_max = int(steps.max()) if len(steps) else 0
-        k = len(clients)
-        idx = torch.zeros(k, s_max, bsz, dtype=torch.long)
-        wt = torch.zeros(k, s_max, bsz, dtype=self.dtype)
-        for row, c in enumerate(clients.tolist()):
-            members = self.data.client_indices[c]
-            n_i, nb_i, s_i = len(members), int(nb[row]), int(steps[row])
-            n_full = cfg.local_steps if cfg.local_steps is not None else cfg.local_epochs * nb_i
-            epochs = math.ceil(max(n_full, s_i) / nb_i)
-            gen = generator(cfg.seed, "batches", r, c)
-            perms = torch.argsort(torch.rand(epochs, n_i, generator=gen), dim=1)
-            # an epoch's nb_i batches: its permutation, the short last batch padded with the
-            # permutation's last sample (weight 0)
-            pad = nb_i * bsz - n_i
-            perms = torch.cat([perms, perms[:, -1:].expand(-1, pad)], 1).view(-1, bsz)
-            idx[row, :s_i] = members[perms[:s_i]]
-            valid = (torch.arange(nb_i * bsz) < n_i).view(nb_i, bsz)
-            epoch_wt = valid.double() / valid.sum(1, keepdim=True)  # [nb_i, B]
-            wt[row, :s_i] = epoch_wt.repeat(epochs, 1)[:s_i]
-        return idx, wt
+    def lr_at(self, r: int) -> float:
+        return planning.lr_at(self.cfg, r)
 
     # ------------------------------------------------------------------ local training
     def context(self, r: int, plan: RoundPlan, lr: float) -> RoundContext:
         dev = self.device
         n_samples = self.sizes[plan.clients].to(dev, self.dtype)
-        if self.cfg.aggregation == "samples":
-            weights = n_samples / n_samples.sum()
-        else:
-            weights = torch.full_like(n_samples, 1.0 / max(plan.k, 1))
+        weights = planning.aggregation_weights(self.cfg, n_samples)
         return RoundContext(
             round=r,
             lr=lr,
@@ -177,7 +94,7 @@ class Engine:
             tau=plan.tau.to(dev),
             weights=weights,
             cfg=self.cfg,
-            services=ServicesOf(self),
+            services=services.ServicesOf(self),
         )
 
     def train_local(
@@ -302,9 +219,6 @@ class Engine:
         return tot, last_loss
 
     # ------------------------------------------------------------------ one round
-    def lr_at(self, r: int) -> float:
-        return self.cfg.lr * self.cfg.lr_decay ** (r - 1)
-
     def run_round(self, r: int) -> dict:
         """Train round r (1-based) and return its record (without evaluation)."""
         t0 = time.perf_counter()
@@ -385,72 +299,14 @@ class Engine:
         )
 
     # ------------------------------------------------------------------ evaluation
-    @torch.no_grad()
-    def evaluate(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        w: torch.Tensor | None = None,
-        chunk: int = 10000,
-        buffers: torch.Tensor | None = None,
-    ) -> tuple[float, float]:
-        """(mean cross-entropy, accuracy) of w (default: the global model), in batched chunks;
-        in eval mode, with `buffers` (default: the global buffers) for models that have them."""
-        loss_sum, correct = 0.0, 0
-        w = (self.w if w is None else w).unsqueeze(0)
-        bkw = {}
-        if self.model.buffer_dim:
-            bkw["buffers"] = (self.buffers if buffers is None else buffers).unsqueeze(0)
-        chunk = min(chunk, self.data.eval_chunk)
-        for i in range(0, len(y), chunk):
-            xb, yb = self.data.eval_transform(x[i : i + chunk]).unsqueeze(0), y[i : i + chunk]
-            logits = self.model.predict(w, xb, **bkw)[0]
-            loss_sum += float(torch.nn.functional.cross_entropy(logits, yb, reduction="sum"))
-            correct += int((logits.argmax(1) == yb).sum())
-        return loss_sum / len(y), correct / len(y)
+    # (fedbench.methods.services, with the engine's model, data and global state as defaults)
+    def evaluate(self, x, y, w=None, chunk: int = 10000, buffers=None) -> tuple[float, float]:
+        w = self.w if w is None else w
+        b = self.buffers if buffers is None else buffers
+        return services.evaluate(self.model, self.data, w, b, x, y, chunk)
 
-    @torch.no_grad()
-    def full_batch_grads(
-        self, w: torch.Tensor, clients: torch.Tensor, chunk: int = 512
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each device's full local loss and gradient at w ([D], or [k, D] one row per device):
-        (loss [k], grad [k, D]), batched over the devices, chunked over their samples.
-        Used by MimeLite's server statistics, FedProx's dissimilarity metric and FedSoftMax's
-        loss=start. BatchNorm models run in train mode on batch statistics (of each chunk, padding
-        left out) without touching any buffers: a gradient is a train-mode quantity."""
-        k = len(clients)
-        w = w.expand(k, -1) if w.dim() == 1 else w
-        members = [self.data.client_indices[int(c)] for c in clients]
-        sizes = torch.tensor([len(m) for m in members])
-        n_max = int(sizes.max())
-        idx = torch.zeros(k, n_max, dtype=torch.long)
-        for i, m in enumerate(members):
-            idx[i, : len(m)] = m
-        valid = torch.arange(n_max) < sizes.unsqueeze(1)
-        weight = (valid.double() / sizes.unsqueeze(1)).to(self.device, self.dtype)
-        idx = idx.to(self.device)
-        loss = torch.zeros(k, dtype=self.dtype, device=self.device)
-        grad = torch.zeros(k, self.model.dim, dtype=self.dtype, device=self.device)
-        for s in range(0, n_max, chunk):
-            rows = idx[:, s : s + chunk]
-            xb = self.data.eval_transform(self.data.train_x[rows])
-            l_c, g_c = self.model.loss_and_grad(
-                w, xb, self.data.train_y[rows], weight[:, s : s + chunk]
-            )
-            loss += l_c
-            grad += g_c
-        return loss, grad
+    def full_batch_grads(self, w, clients, chunk: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+        return services.full_batch_grads(self.model, self.data, w, clients, chunk)
 
     def eval_record(self) -> dict:
-        t0 = time.perf_counter()
-        if "x_star" in self.data.info:  # SFL quadratic: distance to the optimum, no accuracy
-            dist = float((self.w - self.data.info["x_star"]).abs().max())
-            return {"dist_to_opt": dist, "eval_seconds": time.perf_counter() - t0}
-        test_loss, test_acc = self.evaluate(self.data.test_x, self.data.test_y)
-        rec = {"test_loss": test_loss, "test_acc": test_acc}
-        if self.cfg.eval_train:
-            rec["train_loss"], rec["train_acc"] = self.evaluate(
-                self.data.train_x, self.data.train_y
-            )
-        rec["eval_seconds"] = time.perf_counter() - t0
-        return rec
+        return services.eval_record(self.cfg, self.model, self.data, self.w, self.buffers)

@@ -5,23 +5,25 @@ and timed against (benchmarks/engine_speed.py).
 Modules with BatchNorm train in train mode from the global running statistics, which are then
 averaged with the aggregation weights like the parameters. Inputs go through the data's input
 pipeline without augmentation (the engine's draws are per batch slot, not reproduced here).
+
+It shares only the round plan with the engine (fedbench.plan): the engine object passed in is
+read for its state (config, data, model, global weights and buffers, method), never trained.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from fedbench.engine import Engine, RoundPlan
+from fedbench import plan as planning
+from fedbench.plan import RoundPlan, client_batches
 
+if TYPE_CHECKING:
+    from fedbench.engine import Engine
 
-def client_batches(plan: RoundPlan, row: int) -> list[list[int]]:
-    """The sample indices of each local step of one device, as the engine will draw them."""
-    out = []
-    for s in range(int(plan.steps[row])):
-        idx, wt = plan.batch_idx[row, s], plan.batch_weight[row, s]
-        out.append(idx[wt > 0].tolist())
-    return out
+__all__ = ["client_batches", "reference_local", "reference_round"]
 
 
 def reference_local(
@@ -62,8 +64,10 @@ def reference_local(
 def reference_round(engine: Engine, r: int, mu: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """One FedAvg/FedProx round by the per-client loop; returns the new global model [D] and
     buffers [Db] (the aggregation weights' averages)."""
-    plan = engine.plan_round(r)
-    ctx = engine.context(r, plan, engine.lr_at(r))
-    finals, buffers = reference_local(engine, plan, ctx.lr, mu)
-    p = ctx.weights.to(finals.dtype)
+    cfg, data = engine.cfg, engine.data
+    drops = engine.method.drops_stragglers
+    plan = planning.plan_round(cfg, r, data.sizes, data.client_indices, drops, engine.device)
+    finals, buffers = reference_local(engine, plan, planning.lr_at(cfg, r), mu)
+    n_samples = data.sizes[plan.clients].to(finals.device, finals.dtype)
+    p = planning.aggregation_weights(cfg, n_samples)
     return p @ finals, p @ buffers

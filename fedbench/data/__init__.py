@@ -4,13 +4,18 @@ Image datasets (CIFAR, CINIC) stay uint8 on the device; their input pipeline (no
 flip, resize) runs per mini-batch through train_transform / eval_transform, which the engine
 calls where it gathers a batch. Every other dataset is stored model-ready and the hooks are the
 identity.
+
+Each dataset is registered by its loader module (fedbench.data.registry: @register_dataset);
+importing this package imports every module in it, so DATASETS is complete once it is imported.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
+import pkgutil
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,8 +26,7 @@ import torch
 
 from fedbench.config import RunConfig
 from fedbench.data import partition as part
-from fedbench.data.idx import NORMALIZE, load_idx_dataset
-from fedbench.data.synthetic import generate_synthetic
+from fedbench.data.registry import DATASETS, Arrays, DatasetSpec, register_dataset
 from fedbench.data.transforms import STATS, ImagePipeline
 from fedbench.errors import FedbenchError, reading
 
@@ -85,14 +89,6 @@ class FederatedData:
         return out
 
 
-def _images_to_tensor(x: np.ndarray, name: str, dtype: torch.dtype, normalize: str) -> torch.Tensor:
-    if normalize == "none":  # raw 0-255 values (FedSoftMax's code)
-        return torch.from_numpy(x.astype(np.float32)).unsqueeze(1).to(dtype)
-    mean, std = NORMALIZE[name]
-    t = torch.from_numpy(x.astype(np.float32) / 255.0)
-    return ((t - mean) / std).unsqueeze(1).to(dtype)  # [n, 1, 28, 28]
-
-
 def make_partition(cfg: RunConfig, labels: np.ndarray) -> list[np.ndarray]:
     """The partition named by cfg.partition: a pure function of (labels, parameters, seed)."""
     seed, n = cfg.effective_data_seed, cfg.num_clients
@@ -131,14 +127,6 @@ def describe_partition(cfg: RunConfig) -> str:
         "handpick": "200 per device, 15% held out",
     }.get(cfg.partition)
     return f"partition={cfg.partition}" + (f" ({extra})" if extra else "")
-
-
-def _concat_devices(parts_x, parts_y):
-    """Per-device arrays -> (x, y, index arrays)."""
-    sizes = np.array([len(y) for y in parts_y])
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    idx = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
-    return np.concatenate(parts_x), np.concatenate(parts_y), idx
 
 
 def _image_pipeline(cfg: RunConfig, dtype: torch.dtype) -> ImagePipeline:
@@ -185,84 +173,23 @@ def check_arrays(cfg: RunConfig, train_x, train_y, test_x, test_y, parts, num_cl
 
 
 def _load_arrays(cfg: RunConfig):
-    dtype = getattr(torch, cfg.dtype)
-    name, seed = cfg.dataset, cfg.effective_data_seed
-    info: dict = {}
-    extras: dict = {}
-    if name == "synthetic":
-        trx, try_, tex, tey = generate_synthetic(
-            cfg.syn_alpha, cfg.syn_beta, cfg.syn_iid, cfg.num_clients, seed
-        )
-        train_x, train_y, parts = _concat_devices(trx, try_)
-        test_x, test_y = np.concatenate(tex), np.concatenate(tey)
-        num_classes = 10
-        desc = (
-            f"synthetic{'-iid' if cfg.syn_iid else ''}(alpha={cfg.syn_alpha}, beta={cfg.syn_beta})"
-            ", natural split"
-        )
-    elif name in ("mnist", "fmnist"):
-        trx, train_y, tex, test_y = load_idx_dataset(name, cfg.data_dir)
-        train_y, test_y = train_y.astype(np.int64), test_y.astype(np.int64)
-        parts = make_partition(cfg, train_y)
-        train_x = _images_to_tensor(trx, name, dtype, cfg.normalize)
-        test_x = _images_to_tensor(tex, name, dtype, cfg.normalize)
-        num_classes = 10
-        desc = f"{name}, {describe_partition(cfg)}" + (
-            ", raw 0-255 pixels" if cfg.normalize == "none" else ""
-        )
-    elif name == "fedprox-mnist":
-        from fedbench.data.fedprox_mnist import fedprox_mnist
-
-        train_x, train_y, test_x, test_y, parts, info = fedprox_mnist(
-            cfg.data_dir, cfg.num_clients, cfg.classes_per_client, cfg.powerlaw_sigma, seed
-        )
-        num_classes = 10
-        desc = (
-            f"FedProx MNIST: all 70k standardized, {cfg.num_clients} devices x "
-            f"{cfg.classes_per_client} digits, power-law sizes, 90/10 split per device"
-        )
-    elif name in ("cifar10", "cifar100", "cinic10"):
-        if name == "cinic10":
-            from fedbench.data.cinic import load_cinic
-
-            train_x, train_y, test_x, test_y, num_classes = load_cinic(cfg.data_dir)
-        else:
-            from fedbench.data.cifar import load_cifar
-
-            train_x, train_y, test_x, test_y, num_classes = load_cifar(
-                name, cfg.data_dir, cfg.coarse_labels
-            )
-        parts = make_partition(cfg, train_y)
-        pipe = _image_pipeline(cfg, dtype)
+    """The registered loader of cfg.dataset; then the partition (datasets without a natural
+    split) and the input pipeline (entries that ask for one)."""
+    spec = DATASETS.lookup(cfg.dataset)
+    a = spec.load(cfg)
+    parts, desc, info, extras = a.parts, a.describe, dict(a.info), {}
+    if not spec.natural:
+        parts = make_partition(cfg, a.train_y)
+        desc = f"{desc}, {describe_partition(cfg)}{a.describe_tail}"
+    if spec.pipeline:
+        pipe = _image_pipeline(cfg, getattr(torch, cfg.dtype))
         extras["pipeline"] = pipe
-        labels = " (coarse labels)" if cfg.coarse_labels else ""
-        desc = f"{name}{labels}, {describe_partition(cfg)}; {pipe.describe()}"
+        desc += f"; {pipe.describe()}"
         info["pipeline"] = pipe.describe()
-    elif name in ("femnist", "shakespeare", "sent140"):
-        from fedbench.data.leaf import load_leaf
-
-        leaf = load_leaf(name, cfg.data_dir, cfg.glove)
-        train_x, train_y, test_x, test_y = leaf.train_x, leaf.train_y, leaf.test_x, leaf.test_y
-        parts, num_classes, info = leaf.parts, leaf.num_classes, leaf.info
-        if leaf.embeddings is not None:
-            extras["embeddings"] = torch.from_numpy(leaf.embeddings).to(dtype)
-        desc = f"LEAF {name}, natural split ({len(parts)} users)"
-        if name == "sent140":
-            desc += f"; {info['embedding']}"
-    elif name == "quadratic":
-        from fedbench.data.quadratic import quadratic_problem
-
-        train_x, train_y, parts, info = quadratic_problem(cfg.quad_group, cfg.quad_b_scale)
-        test_x, test_y = train_x, train_y
-        num_classes = 1
-        desc = (
-            f"SFL quadratic group {cfg.quad_group} (b x {cfg.quad_b_scale:g}), "
-            f"x* = {info['x_star']:g}"
-        )
-    else:  # pragma: no cover - validated in RunConfig
-        raise AssertionError(name)
+    if a.embeddings is not None:
+        extras["embeddings"] = torch.from_numpy(a.embeddings).to(getattr(torch, cfg.dtype))
     info = {"description": desc, **info}
-    return train_x, train_y, test_x, test_y, parts, num_classes, info, extras
+    return a.train_x, a.train_y, a.test_x, a.test_y, parts, a.num_classes, info, extras
 
 
 def _to_tensor(a, dtype: torch.dtype) -> torch.Tensor:
@@ -475,3 +402,10 @@ def data_fingerprint(cfg: RunConfig, compute: bool = True) -> str | None:
     if not compute:
         return None
     return load_fingerprinted(cfg)[1]
+
+
+# every loader module registers its datasets on import
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")
+
+__all__ = ["DATASETS", "Arrays", "DatasetSpec", "FederatedData", "register_dataset"]

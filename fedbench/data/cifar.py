@@ -13,6 +13,7 @@ import numpy as np
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import find_folder
+from fedbench.data.registry import Arrays, register_dataset
 from fedbench.errors import FedbenchError
 
 LAYOUT = {
@@ -72,3 +73,10 @@ def load_cifar(name: str, data_dir: str | None, coarse: bool = False):
         if len(y) and (y.min() < 0 or y.max() >= num_classes):
             raise FedbenchError(f"{folder}: {split} labels outside 0..{num_classes - 1}")
     return (*parts["train"], *parts["test"], num_classes)
+
+
+@register_dataset("cifar10", "cifar100", natural=False, pipeline=True)
+def load(cfg) -> Arrays:
+    *arrays, num_classes = load_cifar(cfg.dataset, cfg.data_dir, cfg.coarse_labels)
+    labels = " (coarse labels)" if cfg.coarse_labels else ""
+    return Arrays(*arrays, num_classes=num_classes, describe=f"{cfg.dataset}{labels}")

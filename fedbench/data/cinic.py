@@ -17,6 +17,7 @@ import numpy as np
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import cache_root, find_folder
+from fedbench.data.registry import Arrays, register_dataset
 from fedbench.errors import FedbenchError
 
 CLASSES = 10
@@ -99,3 +100,10 @@ def load_cinic(data_dir: str | None):
     trx, tr_y = read_split(folder / "train")
     tex, te_y = read_split(folder / "test")
     return trx, tr_y, tex, te_y, CLASSES
+
+
+@register_dataset("cinic10", natural=False, pipeline=True)
+def load(cfg) -> Arrays:
+    *arrays, num_classes = load_cinic(cfg.data_dir)
+    labels = " (coarse labels)" if cfg.coarse_labels else ""
+    return Arrays(*arrays, num_classes=num_classes, describe=f"{cfg.dataset}{labels}")

@@ -15,6 +15,7 @@ import numpy as np
 
 from fedbench.data import partition as part
 from fedbench.data.idx import load_idx_dataset
+from fedbench.data.registry import Arrays, register_dataset
 
 
 def fedprox_mnist(data_dir, num_clients: int = 1000, p: int = 2, sigma: float = 2.0, seed=0):
@@ -36,3 +37,16 @@ def fedprox_mnist(data_dir, num_clients: int = 1000, p: int = 2, sigma: float = 
     }
     shape = (-1, 1, 28, 28)
     return x[order].reshape(shape), y[order], x[test].reshape(shape), y[test], parts, info
+
+
+@register_dataset("fedprox-mnist", natural=True)
+def load(cfg) -> Arrays:
+    n, p, sigma = cfg.num_clients, cfg.classes_per_client, cfg.powerlaw_sigma
+    trx, try_, tex, tey, parts, info = fedprox_mnist(
+        cfg.data_dir, n, p, sigma, cfg.effective_data_seed
+    )
+    desc = (
+        f"FedProx MNIST: all 70k standardized, {n} devices x {p} digits, power-law sizes, "
+        "90/10 split per device"
+    )
+    return Arrays(trx, try_, tex, tey, 10, desc, parts=parts, info=info)

@@ -12,9 +12,11 @@ import os
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import cache_root
+from fedbench.data.registry import Arrays, register_dataset
 from fedbench.errors import FedbenchError
 
 FILES = {
@@ -109,3 +111,26 @@ def load_idx_dataset(name: str, data_dir: str | None):
                 "expected [n,28,28] images and n labels"
             )
     return arrays["train_x"], arrays["train_y"], arrays["test_x"], arrays["test_y"]
+
+
+def images_to_tensor(x: np.ndarray, name: str, dtype: torch.dtype, normalize: str) -> torch.Tensor:
+    if normalize == "none":  # raw 0-255 values (FedSoftMax's code)
+        return torch.from_numpy(x.astype(np.float32)).unsqueeze(1).to(dtype)
+    mean, std = NORMALIZE[name]
+    t = torch.from_numpy(x.astype(np.float32) / 255.0)
+    return ((t - mean) / std).unsqueeze(1).to(dtype)  # [n, 1, 28, 28]
+
+
+@register_dataset("mnist", "fmnist", natural=False)
+def load(cfg) -> Arrays:
+    name, dtype = cfg.dataset, getattr(torch, cfg.dtype)
+    trx, train_y, tex, test_y = load_idx_dataset(name, cfg.data_dir)
+    return Arrays(
+        images_to_tensor(trx, name, dtype, cfg.normalize),
+        train_y.astype(np.int64),
+        images_to_tensor(tex, name, dtype, cfg.normalize),
+        test_y.astype(np.int64),
+        num_classes=10,
+        describe=name,
+        describe_tail=", raw 0-255 pixels" if cfg.normalize == "none" else "",
+    )

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fedbench.data.locate import find_folder
+from fedbench.data.registry import Arrays, register_dataset
 from fedbench.errors import FedbenchError
 
 ALL_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -250,4 +251,24 @@ def load_leaf(name: str, data_dir: str | None, glove: str | None = None) -> Leaf
         raise FedbenchError(f"{root}: training user {empty[0]!r} has no samples")
     return LeafData(
         train_x, train_y, test_x, test_y, parts, num_classes, tr_users, info, embeddings
+    )
+
+
+@register_dataset("femnist", "shakespeare", "sent140", natural=True)
+def load(cfg) -> Arrays:
+    name = cfg.dataset
+    leaf = load_leaf(name, cfg.data_dir, cfg.glove)
+    desc = f"LEAF {name}, natural split ({len(leaf.parts)} users)"
+    if name == "sent140":
+        desc += f"; {leaf.info['embedding']}"
+    return Arrays(
+        leaf.train_x,
+        leaf.train_y,
+        leaf.test_x,
+        leaf.test_y,
+        leaf.num_classes,
+        desc,
+        parts=leaf.parts,
+        info=leaf.info,
+        embeddings=leaf.embeddings,
     )

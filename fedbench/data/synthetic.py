@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedbench.data.registry import Arrays, register_dataset
+
 DIM = 60
 NUM_CLASSES = 10
 
@@ -45,3 +47,19 @@ def generate_synthetic(alpha: float, beta: float, iid: bool, num_devices: int = 
         out[2].append(x[n_train:])
         out[3].append(y[n_train:])
     return out
+
+
+@register_dataset("synthetic", natural=True)
+def load(cfg) -> Arrays:
+    alpha, beta, iid = cfg.syn_alpha, cfg.syn_beta, cfg.syn_iid
+    trx, try_, tex, tey = generate_synthetic(
+        alpha, beta, iid, cfg.num_clients, cfg.effective_data_seed
+    )
+    sizes = np.array([len(y) for y in try_])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    parts = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
+    desc = f"synthetic{'-iid' if iid else ''}(alpha={alpha}, beta={beta}), natural split"
+    return Arrays(
+        np.concatenate(trx), np.concatenate(try_), np.concatenate(tex), np.concatenate(tey), 10,
+        desc, parts=parts,
+    )  # fmt: skip

@@ -30,13 +30,16 @@ Deviations, all documented at the class:
 from __future__ import annotations
 
 import math
+from math import prod
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedbench.errors import FedbenchError
 from fedbench.models import layers as L
 from fedbench.models.net import NetModel
+from fedbench.models.registry import register_model
 
 
 def _image(x: torch.Tensor, shape: tuple[int, ...], lead: int = 2) -> torch.Tensor:
@@ -288,3 +291,36 @@ class BatchedVGG9(NetModel):
                 i += 2
         z = F.adaptive_avg_pool2d(h, 1)
         return L.linear(L.unpack(z, k), p["fc.weight"], p["fc.bias"])
+
+
+def image_shape(input_shape: tuple[int, ...], channels: int, name: str) -> tuple[int, ...]:
+    """[C, H, W] of the images; flat inputs (e.g. [784]) are read as square images."""
+    if len(input_shape) == 3:
+        return tuple(input_shape)
+    side = round((prod(input_shape) / channels) ** 0.5)
+    if channels * side * side != prod(input_shape):
+        raise FedbenchError(
+            f"model={name} needs image inputs [C, H, W], got input shape {input_shape}; "
+            "choose an image dataset"
+        )
+    return (channels, side, side)
+
+
+@register_model("cnn")
+def _cnn(cfg, input_shape, num_classes, info, embeddings) -> BatchedCNN:
+    return BatchedCNN(num_classes, image_shape(input_shape, 1, cfg.model))
+
+
+@register_model("resnet20")
+def _resnet20(cfg, input_shape, num_classes, info, embeddings) -> BatchedResNet20:
+    return BatchedResNet20(num_classes, image_shape(input_shape, 3, cfg.model), cfg.norm)
+
+
+@register_model("vgg9")
+def _vgg9(cfg, input_shape, num_classes, info, embeddings) -> BatchedVGG9:
+    return BatchedVGG9(num_classes, image_shape(input_shape, 3, cfg.model))
+
+
+@register_model("resnet18")
+def _resnet18(cfg, input_shape, num_classes, info, embeddings) -> BatchedResNet18:
+    return BatchedResNet18(num_classes, image_shape(input_shape, 3, cfg.model))

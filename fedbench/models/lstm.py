@@ -20,8 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedbench.errors import FedbenchError
 from fedbench.models import layers as L
 from fedbench.models.net import NetModel
+from fedbench.models.registry import register_model
 
 
 class _LSTMNet(nn.Module):
@@ -91,3 +93,26 @@ def sent_lstm(vocab_size: int, num_classes: int = 2, glove: torch.Tensor | None 
     if glove is not None:
         return BatchedLSTM(len(glove), glove.shape[1], 256, num_classes, frozen=glove)
     return BatchedLSTM(vocab_size, embed=300, hidden=256, num_classes=num_classes)
+
+
+TOKEN_DATASETS = {"charlstm": "shakespeare", "sentlstm": "sent140"}
+
+
+def _vocab_size(cfg, info) -> int:
+    """The dataset's vocabulary size: the LSTMs read token ids, which only some datasets have."""
+    if "vocab_size" not in info:
+        raise FedbenchError(
+            f"model={cfg.model} reads token ids, and dataset {cfg.dataset} has none; "
+            f"use dataset={TOKEN_DATASETS[cfg.model]}"
+        )
+    return info["vocab_size"]
+
+
+@register_model("charlstm")
+def _charlstm(cfg, input_shape, num_classes, info, embeddings) -> BatchedLSTM:
+    return char_lstm(_vocab_size(cfg, info))
+
+
+@register_model("sentlstm")
+def _sentlstm(cfg, input_shape, num_classes, info, embeddings) -> BatchedLSTM:
+    return sent_lstm(_vocab_size(cfg, info), num_classes, embeddings)

@@ -5,11 +5,13 @@ layer, sgd_steps trains a window of steps with one first-layer update GEMM (exac
 from __future__ import annotations
 
 import math
+from math import prod
 
 import torch
 from torch import nn
 
 from fedbench.models.base import BatchedModel
+from fedbench.models.registry import register_model
 
 
 class BatchedMLP(BatchedModel):
@@ -211,3 +213,13 @@ class BatchedMLP(BatchedModel):
                 layers.append(nn.ReLU())
             layers.append(nn.Linear(a, b))
         return nn.Sequential(*layers)
+
+
+@register_model("logreg")
+def _logreg(cfg, input_shape, num_classes, info, embeddings) -> BatchedMLP:
+    return BatchedMLP([prod(input_shape), num_classes], init=cfg.init)
+
+
+@register_model("mlp")
+def _mlp(cfg, input_shape, num_classes, info, embeddings) -> BatchedMLP:
+    return BatchedMLP([prod(input_shape), cfg.hidden, num_classes], init=cfg.init)

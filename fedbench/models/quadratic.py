@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from fedbench.models.base import BatchedModel
+from fedbench.models.registry import register_model
 
 
 class QuadraticModule(nn.Module):
@@ -46,3 +47,8 @@ class BatchedQuadratic(BatchedModel):
 
     def module(self):
         return QuadraticModule(self.dim)
+
+
+@register_model("quadratic")
+def _quadratic(cfg, input_shape, num_classes, info, embeddings) -> BatchedQuadratic:
+    return BatchedQuadratic(dim=input_shape[-1])

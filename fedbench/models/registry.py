@@ -1,0 +1,11 @@
+"""The model registry: each model module registers its name(s) with ``@register_model(name)``
+on a builder (cfg, input_shape, num_classes, info, embeddings) -> BatchedModel; `info` is the
+dataset's info dict, `embeddings` its frozen word vectors (or None). fedbench.models.build_model
+looks the name up."""
+
+from __future__ import annotations
+
+from fedbench.registry import Registry
+
+MODELS: Registry = Registry("model")
+register_model = MODELS.register
