@@ -524,8 +524,7 @@ def apply_calibration(spec, sel, calibrated: bool):
 def list_specs(figures: bool) -> None:
     from rich.table import Table
 
-    from fedbench.paper_tables import TABLES
-    from fedbench.tables import console
+    from fedbench.tables import TABLES, console
 
     t = Table(title="figures (fedbench plot NAME)" if figures else "tables (fedbench table NAME)")
     for col in ("name", "source", "datasets", "what"):
@@ -613,12 +612,12 @@ def table(
         return
     from rich.console import Console
 
-    from fedbench.paper_tables import get_table
     from fedbench.tables import (
         claim_lines,
         claims_summary,
         console,
         evaluate_table,
+        get_table,
         header_lines,
         render_paper_table,
         rich_paper_table,
@@ -664,8 +663,8 @@ def table(
 
 def _table_report(results, out, on_error):
     """OUT/REPORT.md: every paper table with runs in RESULTS, its verdicts, scale, commands."""
-    from fedbench.report import write_report
     from fedbench.tables import claims_summary
+    from fedbench.tables.report import write_report
 
     path, entries = write_report(results, out, on_error)
     for e in entries:
@@ -760,9 +759,8 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
         for line in notes:
             click.echo(line)
         return
-    from fedbench.paper_tables import get_table
     from fedbench.plots import plot_spec
-    from fedbench.tables import evaluate_table, table_file_name
+    from fedbench.tables import evaluate_table, get_table, table_file_name
 
     check_folder(out or "tables", "--out")
     spec = get_table(name, figure=True)
@@ -907,7 +905,7 @@ def sweep(
                 "--table chooses the runs itself; use --dataset, --seeds, --preset and --set "
                 "with it, not --methods, --grid, --config or --file"
             )
-        from fedbench.paper_tables import get_table
+        from fedbench.tables import get_table
 
         spec = get_table(table_name, figure=True)
         sel = make_selection(dataset, seeds, preset, sets, results)
@@ -1062,8 +1060,8 @@ def calibrate(
       fedbench table tau --dataset fmnist --calibrated
     """
     from fedbench.calibrate import calibrate as fit_param
-    from fedbench.paper_tables import get_table
     from fedbench.sweep import make_executor
+    from fedbench.tables import get_table
 
     spec = get_table(table_name)
     sel = make_selection(dataset, seeds, preset, sets, results)
