@@ -229,45 +229,25 @@ TAU_CLAIMS = (
 )
 def _tau(ds: str) -> list[Cell]:
     col = "rounds to target"
+
+    def cell(row: str, ref: PaperRef, x: float, **over) -> Cell:
+        return runs(ds, row, col, "rounds_to_target", f"fedlga-{ds}", ref, x=x, **over, **TO_TARGET)
+
     out = [
-        runs(
-            ds,
+        cell(
             f"FedLGA tau_max={f}E",
-            col,
-            "rounds_to_target",
-            f"fedlga-{ds}",
             _table6("FedLGA", f),
-            x=f,
+            f,
             method="fedlga",
             tau_max=_tau_fraction(f),
-            **TO_TARGET,
         )
         for f in TAU_FRACTIONS
     ]
-    for m, label in FEDLGA_METHODS[1:]:
-        out.append(
-            runs(
-                ds,
-                label,
-                col,
-                "rounds_to_target",
-                f"fedlga-{ds}",
-                _table6(label),
-                x=0.8,  # tau_max = E-1 = 0.8E at the default E = 5
-                method=m,
-                tau_max=_tau_full,
-                **TO_TARGET,
-            )
-        )
-        out.append(
-            Cell(
-                ds,
-                label,
-                "x FedLGA's rounds",
-                derived=Derived(((label, col), (FEDLGA_TAU_ROW, col)), _ratio),
-                paper=PaperRef("fedlga", "text_rounds", label, "fedlga_speedup_x", "default"),
-            )
-        )
+    for m, label in FEDLGA_METHODS[1:]:  # x: tau_max = E-1 = 0.8E at the default E = 5
+        out.append(cell(label, _table6(label), 0.8, method=m, tau_max=_tau_full))
+        ratio = Derived(((label, col), (FEDLGA_TAU_ROW, col)), _ratio)
+        ref = PaperRef("fedlga", "text_rounds", label, "fedlga_speedup_x", "default")
+        out.append(Cell(ds, label, "x FedLGA's rounds", derived=ratio, paper=ref))
     return out
 
 
@@ -331,19 +311,9 @@ def _versus_methods(param: str, grid, overrides, paper) -> Callable[[str], list[
         out = []
         for m, label in FEDLGA_METHODS:
             for v in grid:
-                out.append(
-                    runs(
-                        ds,
-                        label,
-                        f"{param}={v}",
-                        "rounds_to_target",
-                        f"fedlga-{ds}",
-                        paper(ds, label, v),
-                        x=v,
-                        method=m,
-                        **overrides(v),
-                    )
-                )
+                ref, col = paper(ds, label, v), f"{param}={v}"
+                over = dict(x=v, method=m, **overrides(v))
+                out.append(runs(ds, label, col, "rounds_to_target", f"fedlga-{ds}", ref, **over))
         return out
 
     return build
@@ -429,19 +399,8 @@ def _fedlga_ablation(param: str, grid, key: str, paper_for) -> Callable[[str], l
                 ("rounds to target", "rounds_to_target", paper_for(ds, v)),
                 ("best acc %", "best_acc", None),
             ):
-                out.append(
-                    runs(
-                        ds,
-                        row,
-                        f"{param}={v}",
-                        metric,
-                        f"fedlga-{ds}",
-                        paper,
-                        x=v,
-                        method="fedlga",
-                        **over,
-                    )
-                )
+                pre, col = f"fedlga-{ds}", f"{param}={v}"
+                out.append(runs(ds, row, col, metric, pre, paper, x=v, method="fedlga", **over))
         return out
 
     return build
