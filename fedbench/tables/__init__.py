@@ -25,31 +25,8 @@ from fedbench.tables.claims import (
     same_as_paper,
     within_ci,
 )
-from fedbench.tables.evaluate import (
-    SPREADS,
-    CellResult,
-    Selection,
-    TableResult,
-    evaluate_table,
-)
 from fedbench.tables.metrics import METRICS, Metric
 from fedbench.tables.paper_values import PaperRef, PaperValue, lookup, paper_values
-from fedbench.tables.render import (
-    FORMATS,
-    SUMMARY_COLUMNS,
-    console,
-    fmt_cell,
-    header_lines,
-    long_frame,
-    render_file,
-    render_paper_table,
-    rich_paper_table,
-    rich_table,
-    table_file_name,
-    table_frame,
-    table_notes,
-    write_table,
-)
 from fedbench.tables.spec import (
     TABLES,
     Cell,
@@ -64,6 +41,40 @@ from fedbench.tables.spec import (
     runs,
     table,
 )
+
+# Evaluation and rendering (pandas, the run index) load on first use: the specs above are
+# imported with every preset (fedbench.presets imports the paper modules) and need neither.
+_LAZY = {
+    **dict.fromkeys(
+        ("SPREADS", "CellResult", "Selection", "TableResult", "evaluate_table"), "evaluate"
+    ),
+    **dict.fromkeys(
+        (
+            "FORMATS",
+            "SUMMARY_COLUMNS",
+            "console",
+            "fmt_cell",
+            "header_lines",
+            "long_frame",
+            "render_file",
+            "render_paper_table",
+            "rich_paper_table",
+            "rich_table",
+            "table_file_name",
+            "table_frame",
+            "table_notes",
+            "write_table",
+        ),
+        "render",
+    ),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # The paper modules register their tables (and presets); imported by name, not statically, as
 # they import this package's modules in turn.

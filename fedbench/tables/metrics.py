@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Columns of rounds.parquet that other parts of fedbench write and these metrics read
 QUAD_DISTANCE = "dist_to_opt"  # per-round |x - x*| (SFL quadratic)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class PaperValue:
 @functools.cache
 def paper_values() -> pd.DataFrame:
     from importlib.resources import files
+
+    import pandas as pd  # here: the specs (imported with every preset) need no pandas
 
     with files("fedbench.data").joinpath("paper_values.csv").open() as f:
         return pd.read_csv(f, dtype=str, keep_default_na=False)
