@@ -4,6 +4,8 @@ in registration order)."""
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -113,3 +115,14 @@ def test_table_decorator_registers_the_builder(monkeypatch):
     assert got.build is build and got.seeds == (0,)
     assert "decorated" not in TABLES  # the real registry is untouched
     assert get_table("runtime") is TABLES["runtime"]
+
+
+def test_presets_and_table_specs_import_neither_torch_nor_pandas():
+    """Every preset comes with its paper's table specs; evaluation and rendering load on use."""
+    code = (
+        "import sys, fedbench.presets, fedbench.tables; "
+        "assert fedbench.presets.PRESETS and fedbench.tables.TABLES; "
+        "print(sorted(m for m in ('torch', 'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
