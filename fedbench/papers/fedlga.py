@@ -47,6 +47,9 @@ _CURVES = ("test_acc", "train_loss")
 
 # ---------------------------------------------------------------- presets
 
+# ---- FedLGA (IEEE TCYB 2023) §VI-A, spec §2: N=50, K=10, E=5, B=10, rho=0.5, tau_max=E-1,
+# lr 0.01 (not stated; LG-FedAvg's), uniform 1/K average (Eq. 7). Each preset runs the paper's
+# own method (fedlga-fmnist stays FedAvg, as it always was); --method swaps in a baseline.
 register_preset(
     "fedlga-fmnist",
     "FedLGA (IEEE TCYB 2023) §VI-A, Tables III-VI: FMNIST, MLP 784-400-10, P=2, "
@@ -71,9 +74,6 @@ register_preset(
     ),
 )
 
-# ---- FedLGA (IEEE TCYB 2023) §VI-A, spec §2: N=50, K=10, E=5, B=10, rho=0.5, tau_max=E-1,
-# lr 0.01 (not stated; LG-FedAvg's), uniform 1/K average (Eq. 7). Each preset runs the paper's
-# own method (fedlga-fmnist stays FedAvg, as it always was); --method swaps in a baseline.
 _FEDLGA = dict(
     num_clients=50,
     clients_per_round=10,

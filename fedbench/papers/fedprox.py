@@ -30,6 +30,8 @@ STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
 
 # ---------------------------------------------------------------- presets
 
+# ---- FedProx (MLSys 2020) §5, App. C.2, spec §3: K=10, B=10, E=20, no lr decay, best mu per
+# dataset, 50% stragglers (Fig. 1 also runs 0% and 90%: --set s=0 / s=0.9); FedAvg drops them
 register_preset(
     "fedprox-synthetic",
     "FedProx (MLSys 2020) §5.1-5.2, Fig. 1, App. C: Synthetic(1,1), 50% stragglers, E=20",
@@ -53,8 +55,6 @@ register_preset(
     ),
 )
 
-# ---- FedProx (MLSys 2020) §5, App. C.2, spec §3: K=10, B=10, E=20, no lr decay, best mu per
-# dataset, 50% stragglers (Fig. 1 also runs 0% and 90%: --set s=0 / s=0.9); FedAvg drops them
 _FEDPROX = dict(
     clients_per_round=10,
     local_epochs=20,

@@ -209,7 +209,7 @@ def every(*checks: Callable) -> Callable:
     return check
 
 
-# ---------------------------------------------------------------- the papers' claims
+# ---------------------------------------------------------------- evaluating claims
 
 
 class CellView:
