@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fedbench.tables import (  # noqa: E402  # noqa: E402
+from fedbench.tables import (  # noqa: E402
     PlotSpec,
     Selection,
     TableSpec,
