@@ -22,8 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fedbench.paper_tables import PlotSpec, TableSpec, cell_config, get_table, runs  # noqa: E402
-from fedbench.tables import Selection, evaluate_table, render_paper_table  # noqa: E402
+from fedbench.tables import (  # noqa: E402
+    PlotSpec,
+    Selection,
+    TableSpec,
+    cell_config,
+    evaluate_table,
+    get_table,
+    render_paper_table,
+    runs,
+)
 from fedbench.testing import fake_rounds, write_fake_run  # noqa: E402
 
 SETS = {"rounds": "100", "N": "6", "K": "3", "local_steps": "2", "device": "cpu"}

@@ -168,7 +168,7 @@ def _bisect(f, side, bracket, rtol, digits, max_points, order):
 def anchor_cell(spec, dataset: str, anchor: str, col: str | None = None):
     """The runs cell of `dataset` whose method (or row label) is `anchor` and which has a
     paper value (or the column `col`)."""
-    from fedbench.paper_tables import lookup
+    from fedbench.tables import lookup
 
     cands = []
     for c in spec.cells(dataset):
@@ -190,7 +190,7 @@ def anchor_cell(spec, dataset: str, anchor: str, col: str | None = None):
 
 
 def paper_target(cell) -> float:
-    from fedbench.paper_tables import lookup
+    from fedbench.tables import lookup
 
     pv = lookup(cell.paper, cell.dataset) if cell.paper is not None else None
     if pv is None or not isinstance(pv.value, float):
@@ -202,7 +202,7 @@ def paper_target(cell) -> float:
 
 def start_value(cell, seed: int, sel, param: str) -> float:
     """The anchor's current value of `param` (config field or method parameter), > 0."""
-    from fedbench.paper_tables import cell_config
+    from fedbench.tables import cell_config
 
     if param in dict(cell.overrides):
         raise FedbenchError(
@@ -224,9 +224,9 @@ def evaluate_point(cell, sel, param: str, x: float, seeds, executor, quiet: bool
     """Run (or find) the anchor's runs at param = x, one per seed; reduce each with the cell's
     metric. A seed that never reaches the target or diverges counts as inf (-inf for a metric
     where higher is better)."""
-    from fedbench.paper_tables import METRICS, cell_config
     from fedbench.results import RunIndex
     from fedbench.sweep import plan_sweep, run_sweep
+    from fedbench.tables import METRICS, cell_config
 
     sets = {**sel.sets, param: x}
     configs = [cell_config(cell, s, sel.preset, sets) for s in seeds]

@@ -241,7 +241,7 @@ def _grid_values(key: str, v: Any) -> list:
 def table_configs(spec, selection) -> tuple[list[RunConfig], dict[str, int]]:
     """The configs a paper table needs (every seed of every runs cell), and the cells that
     cannot be built here with why (e.g. a method this build lacks)."""
-    from fedbench.paper_tables import cell_config
+    from fedbench.tables import cell_config
 
     configs: list[RunConfig] = []
     unavailable: dict[str, int] = {}

@@ -7,13 +7,11 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from fedbench import paper_tables
 from fedbench.calibrate import Point, calibrate, calibrated_selection, search
 from fedbench.cli import cli
 from fedbench.errors import FedbenchError
-from fedbench.paper_tables import PlotSpec, TableSpec, runs
 from fedbench.results import RunIndex
-from fedbench.tables import Selection
+from fedbench.tables import TABLES, PlotSpec, Selection, TableSpec, runs
 
 
 def metric(fn):
@@ -115,7 +113,7 @@ def test_calibrate_errors(tmp_path):
 
 
 def test_calibrate_command_and_calibrated_table(tmp_path, monkeypatch):
-    monkeypatch.setitem(paper_tables.TABLES, "quadcal", quad_spec())
+    monkeypatch.setitem(TABLES, "quadcal", quad_spec())
     res, out = str(tmp_path / "r"), str(tmp_path / "t")
 
     def invoke(*args):

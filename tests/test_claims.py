@@ -7,11 +7,16 @@ import re
 import pytest
 from test_tables import _stragglers_args, _stragglers_results, check_golden, invoke
 
-from fedbench.paper_tables import (
+from fedbench.tables import (
     TABLES,
+    CellResult,
     Claim,
+    ClaimResult,
     PaperValue,
+    TableResult,
     TableSpec,
+    claim_lines,
+    evaluate_claims,
     every,
     lowest,
     ordered,
@@ -20,7 +25,6 @@ from fedbench.paper_tables import (
     same_as_paper,
     within_ci,
 )
-from fedbench.tables import CellResult, ClaimResult, TableResult, claim_lines, evaluate_claims
 
 
 class View:
@@ -143,7 +147,7 @@ def test_every_claim_names_cells_of_its_table(name):
         if r.cell.derived is not None and "winner" in r.cell.col:
             r.mean = "SFL"
         if r.cell.paper is not None:
-            from fedbench.paper_tables import lookup
+            from fedbench.tables import lookup
 
             r.paper = lookup(r.cell.paper, r.cell.dataset)
     result = TableResult(spec, None, "minmax", results)
@@ -180,7 +184,7 @@ def test_table_command_ends_with_its_claims(tmp_path):
 def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
     """A tiny results folder: the stragglers runs at a cut (5 rounds, N 6, K 3, seeds 0,1) and
     the table file that names them; `fedbench table report` finds both and writes REPORT.md."""
-    from fedbench.report import parse_table_command
+    from fedbench.tables.report import parse_table_command
 
     res, tdir = tmp_path / "results", tmp_path / "tables"
     _stragglers_results(res)

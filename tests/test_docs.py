@@ -48,7 +48,7 @@ def test_missing_or_unknown_section_is_one_line(tmp_path):
 
 def test_help_lists_come_from_the_registries():
     from fedbench.methods import METHODS
-    from fedbench.paper_tables import TABLES
+    from fedbench.tables import TABLES
 
     out = CliRunner().invoke(cli, ["table", "--help"], obj={}, terminal_width=400).output
     assert all(name in out for name, spec in TABLES.items() if spec.is_table)

@@ -18,7 +18,6 @@ from click.testing import CliRunner
 from fedbench.claims import RunClaim
 from fedbench.cli import cli
 from fedbench.config import build_config
-from fedbench.paper_tables import get_table
 from fedbench.sweep import (
     InlineExecutor,
     PoolExecutor,
@@ -29,7 +28,7 @@ from fedbench.sweep import (
     run_sweep,
     table_configs,
 )
-from fedbench.tables import Selection, evaluate_table, render_paper_table
+from fedbench.tables import Selection, evaluate_table, get_table, render_paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {

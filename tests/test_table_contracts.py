@@ -1,4 +1,4 @@
-"""Table contracts, driven by the table registry (fedbench.paper_tables.TABLES): for every table,
+"""Table contracts, driven by the table registry (fedbench.tables.TABLES): for every table,
 dataset and cell, the cell's config builds and validates, every paper value it names is in
 paper_values.csv, and every metric it reduces is recorded by the run its config makes.
 
@@ -22,7 +22,7 @@ import pytest
 from fedbench import data as fdata
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
-from fedbench.paper_tables import (
+from fedbench.tables import (
     METRICS,
     TABLES,
     Cell,

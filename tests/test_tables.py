@@ -14,26 +14,25 @@ import pytest
 from click.testing import CliRunner
 
 from fedbench.cli import cli
-from fedbench.paper_tables import (
+from fedbench.papers.sfl import quad_constants
+from fedbench.plots import plot_spec
+from fedbench.tables import (
+    METRICS,
     TABLES,
     Cell,
     Derived,
     PaperRef,
     PlotSpec,
+    Selection,
     TableSpec,
     cell_config,
-    get_table,
-    lookup,
-    quad_constants,
-    runs,
-)
-from fedbench.plots import plot_spec
-from fedbench.tables import (
-    Selection,
     evaluate_table,
+    get_table,
     header_lines,
+    lookup,
     render_paper_table,
     rich_paper_table,
+    runs,
     table_notes,
 )
 from fedbench.testing import curve_until, fake_rounds, write_fake_run
@@ -362,7 +361,7 @@ def test_every_spec_builds_its_cells_and_finds_its_paper_values():
         keys = [(c.dataset, c.row, c.col) for c in cells]
         assert len(keys) == len(set(keys)), f"{name}: two cells in one place"
         for c in cells:
-            assert c.kind != "runs" or c.metric in __import__("fedbench").paper_tables.METRICS
+            assert c.kind != "runs" or c.metric in METRICS
             if c.paper is not None and lookup(c.paper, c.dataset) is not None:
                 n_paper[name] += 1
             if c.derived is not None:

@@ -368,9 +368,8 @@ TABLE = ["--dataset", "synthetic-1-1", "--preset", "default", "--seeds", "0", *T
 
 @pytest.mark.parametrize("kind", DAMAGE)
 def test_on_error_skip_works_in_every_command_for_every_damage(tmp_path, kind):
-    from fedbench.paper_tables import get_table
     from fedbench.sweep import table_configs
-    from fedbench.tables import Selection
+    from fedbench.tables import Selection, get_table
 
     res = tmp_path / "r"
     sel = Selection("synthetic-1-1", (0,), "default", {"rounds": "2", **TINY}, str(res))

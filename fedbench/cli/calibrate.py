@@ -75,8 +75,8 @@ def calibrate(
       fedbench table tau --dataset fmnist --calibrated
     """
     from fedbench.calibrate import calibrate as fit_param
-    from fedbench.paper_tables import get_table
     from fedbench.sweep import make_executor
+    from fedbench.tables import get_table
 
     spec = get_table(table_name)
     sel = make_selection(dataset, seeds, preset, sets, results)

@@ -50,9 +50,8 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
     if name == "curves":
         _plot_curves(results, out, metric, on_error, strict)
         return
-    from fedbench.paper_tables import get_table
     from fedbench.plots import plot_spec
-    from fedbench.tables import evaluate_table, table_file_name
+    from fedbench.tables import evaluate_table, get_table, table_file_name
 
     check_folder(out or "tables", "--out")
     spec = get_table(name, figure=True)

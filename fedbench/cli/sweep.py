@@ -152,8 +152,8 @@ def sweep_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
 
 
 def _table_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
-    from fedbench.paper_tables import get_table
     from fedbench.sweep import table_configs
+    from fedbench.tables import get_table
 
     if a.sweep_file or a.methods or a.grids or a.config_file:
         raise FedbenchError(

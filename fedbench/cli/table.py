@@ -21,7 +21,7 @@ from fedbench.errors import FedbenchError
 
 def spec_rows(figures: bool) -> list[dict]:
     """The paper tables (or, with figures, the figures) `fedbench table` / `plot` draw."""
-    from fedbench.paper_tables import TABLES
+    from fedbench.tables import TABLES
 
     return [
         {
@@ -117,7 +117,7 @@ def table(
     elif name == "report":
         _table_report(results, out, on_error)
     else:
-        from fedbench.paper_tables import get_table
+        from fedbench.tables import get_table
 
         spec = get_table(name)
         sel = make_selection(dataset, seeds, preset, sets, results)
@@ -174,8 +174,8 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
 
 def _table_report(results, out, on_error):
     """OUT/REPORT.md: every paper table with runs in RESULTS, its verdicts, scale, commands."""
-    from fedbench.report import write_report
     from fedbench.tables import claims_summary
+    from fedbench.tables.report import write_report
 
     path, entries = write_report(results, out, on_error)
     for e in entries:

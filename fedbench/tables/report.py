@@ -13,15 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedbench.errors import FedbenchError
-from fedbench.paper_tables import TABLES, TableSpec, cell_config
-from fedbench.tables import (
-    Selection,
-    TableResult,
-    claim_lines,
-    claims_summary,
-    evaluate_table,
-    header_lines,
-)
+from fedbench.tables.claims import claim_lines, claims_summary
+from fedbench.tables.evaluate import Selection, TableResult, evaluate_table
+from fedbench.tables.render import header_lines
+from fedbench.tables.spec import TABLES, TableSpec, cell_config
 
 SCALE_FIELDS = (("rounds", "rounds"), ("num_clients", "N"), ("clients_per_round", "K"))
 IGNORED = {"--format": 1, "--out": 1, "--results": 1, "--on-error": 1}  # flag -> values taken

@@ -1,0 +1,135 @@
+"""Paper tables and figures: the spec language and registry (spec), metrics, the papers'
+reported values, claims, evaluation against stored runs, rendering, and the tables report.
+
+The specs themselves live with their paper's presets in fedbench/papers/ and register on import;
+importing this package imports them, so TABLES is complete once `fedbench.tables` is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from fedbench.tables.claims import (
+    CellView,
+    Claim,
+    ClaimResult,
+    Verdict,
+    claim_lines,
+    claims_summary,
+    evaluate_claims,
+    every,
+    lowest,
+    ordered,
+    ratio_near,
+    reached,
+    same_as_paper,
+    within_ci,
+)
+from fedbench.tables.metrics import METRICS, Metric
+from fedbench.tables.paper_values import PaperRef, PaperValue, lookup, paper_values
+from fedbench.tables.spec import (
+    TABLES,
+    Cell,
+    Derived,
+    PlotSpec,
+    SpecError,
+    TableSpec,
+    cell_config,
+    check_override_names,
+    get_table,
+    register,
+    runs,
+    table,
+)
+
+# Evaluation and rendering (pandas, the run index) load on first use: the specs above are
+# imported with every preset (fedbench.presets imports the paper modules) and need neither.
+_LAZY = {
+    **dict.fromkeys(
+        ("SPREADS", "CellResult", "Selection", "TableResult", "evaluate_table"), "evaluate"
+    ),
+    **dict.fromkeys(
+        (
+            "FORMATS",
+            "SUMMARY_COLUMNS",
+            "console",
+            "fmt_cell",
+            "header_lines",
+            "long_frame",
+            "render_file",
+            "render_paper_table",
+            "rich_paper_table",
+            "rich_table",
+            "table_file_name",
+            "table_frame",
+            "table_notes",
+            "write_table",
+        ),
+        "render",
+    ),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# The paper modules register their tables (and presets); imported by name, not statically, as
+# they import this package's modules in turn.
+importlib.import_module("fedbench.papers")
+
+__all__ = [
+    "FORMATS",
+    "METRICS",
+    "SPREADS",
+    "SUMMARY_COLUMNS",
+    "TABLES",
+    "Cell",
+    "CellResult",
+    "CellView",
+    "Claim",
+    "ClaimResult",
+    "Derived",
+    "Metric",
+    "PaperRef",
+    "PaperValue",
+    "PlotSpec",
+    "Selection",
+    "SpecError",
+    "TableResult",
+    "TableSpec",
+    "Verdict",
+    "cell_config",
+    "check_override_names",
+    "claim_lines",
+    "claims_summary",
+    "console",
+    "evaluate_claims",
+    "evaluate_table",
+    "every",
+    "fmt_cell",
+    "get_table",
+    "header_lines",
+    "long_frame",
+    "lookup",
+    "lowest",
+    "ordered",
+    "paper_values",
+    "ratio_near",
+    "reached",
+    "register",
+    "render_file",
+    "render_paper_table",
+    "rich_paper_table",
+    "rich_table",
+    "runs",
+    "same_as_paper",
+    "table",
+    "table_file_name",
+    "table_frame",
+    "table_notes",
+    "within_ci",
+    "write_table",
+]

@@ -1,0 +1,282 @@
+"""The papers' qualitative claims: the check language, and evaluating a table's claims.
+
+A claim is one line of the paper's text and a check over one dataset's cells. Checks read
+cells through a view (CellView): v.mean(row, col) is our mean (None when the cell is missing or
+n/a, math.inf when the target was not reached), v.paper(row, col) the paper's PaperValue (or
+None), v.dataset the dataset. A row may be a callable of the dataset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fedbench.tables.paper_values import PaperValue
+
+if TYPE_CHECKING:
+    from fedbench.tables.evaluate import CellResult, TableResult
+
+
+@dataclass(frozen=True)
+class Verdict:
+    holds: bool | None  # None: n/a (a cell without a number, or nothing to decide)
+    ours: str
+    paper: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    check: Callable[[Any], Verdict] = field(repr=False)
+    datasets: tuple[str, ...] | None = None  # None: every dataset of the table
+    source: str = ""  # where the paper says it, shown when the check has no paper numbers
+
+
+Ref = tuple[Any, str]  # (row or row(dataset), col)
+
+
+def _show(v) -> str:
+    if v is None:
+        return "no number"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "not reached"
+        return f"{int(v)}" if v.is_integer() and abs(v) < 1e9 else f"{v:.3g}"
+    return str(v)
+
+
+def _label(v, ref: Ref) -> str:
+    row = v.row(ref[0])
+    return row if len(v.cols) == 1 else f"{row} {ref[1]}"
+
+
+def _pv(v, ref: Ref):
+    p = v.paper(*ref)
+    return None if p is None or isinstance(p.value, str) else float(p.value)
+
+
+def not_applicable(v, refs, paper="") -> Verdict | None:
+    """n/a when a cell has no number (no runs, n/a, no value), or when every cell is
+    'not reached' (nothing to order)."""
+    vals = [v.mean(*r) for r in refs]
+    missing = [_label(v, r) for r, x in zip(refs, vals) if x is None]
+    if missing:
+        return Verdict(None, f"no number for {', '.join(missing[:3])}", paper)
+    if all(isinstance(x, float) and math.isinf(x) for x in vals):
+        return Verdict(None, "none reached the target", paper)
+    return None
+
+
+def listing(v, refs, values) -> str:
+    return ", ".join(f"{_label(v, r)} {_show(x)}" for r, x in zip(refs, values))
+
+
+def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -> Callable:
+    """`best` beats every one of `others` (lower value, or higher with lower=False)."""
+
+    def check(v) -> Verdict:
+        refs = [best, *others]
+        paper_vals = [_pv(v, r) for r in refs]
+        paper = stated
+        if all(p is not None for p in paper_vals):
+            paper = listing(v, refs, paper_vals)
+        na = not_applicable(v, refs, paper)
+        if na:
+            return na
+        a = v.mean(*best)
+        rest = [v.mean(*r) for r in others]
+        ok = all((a < b) if lower else (a > b) for b in rest)
+        if lower:  # a tie in 'not reached' is not a win
+            ok = ok and not math.isinf(a)
+        return Verdict(ok, listing(v, refs, [a, *rest]), paper)
+
+    return check
+
+
+def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Callable:
+    """The cells' values are monotone along refs (ties allowed)."""
+
+    def check(v) -> Verdict:
+        paper_vals = [_pv(v, r) for r in refs]
+        paper = listing(v, refs, paper_vals) if None not in paper_vals else stated
+        na = not_applicable(v, refs, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in refs]
+        pairs = list(zip(vals, vals[1:]))
+        ok = all((a <= b) if increasing else (a >= b) for a, b in pairs)
+        return Verdict(ok, listing(v, refs, vals), paper)
+
+    return check
+
+
+def ratio_near(num: Ref, den: Ref, tol: float = 0.25, paper_ratio: float | None = None):
+    """ours num/den within a factor (1 + tol) of the paper's (its cells' ratio, or given)."""
+
+    def check(v) -> Verdict:
+        pn, pd_ = _pv(v, num), _pv(v, den)
+        want = paper_ratio if paper_ratio is not None else (pn / pd_ if pn and pd_ else None)
+        if want is None:
+            return Verdict(None, "the paper gives no ratio here")
+        paper = f"{want:.2f}x (within {tol:.0%})"
+        na = not_applicable(v, [num, den], paper)
+        if na:
+            return na
+        a, b = v.mean(*num), v.mean(*den)
+        if math.isinf(a) or math.isinf(b) or b == 0:
+            return Verdict(None, f"{_show(a)} / {_show(b)}", paper)
+        r = a / b
+        return Verdict(want / (1 + tol) <= r <= want * (1 + tol), f"{r:.2f}x", paper)
+
+    return check
+
+
+def within_ci(refs: list[Ref]) -> Callable:
+    """Every cell's mean inside the paper's interval."""
+
+    def check(v) -> Verdict:
+        have = [r for r in refs if v.paper(*r) is not None and v.paper(*r).low is not None]
+        if not have:
+            return Verdict(None, "the paper gives no interval here")
+        paper = ", ".join(f"{_label(v, r)} {v.paper(*r).text}" for r in have)
+        na = not_applicable(v, have, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in have]
+        ok = all(v.paper(*r).low <= x <= v.paper(*r).high for r, x in zip(have, vals))
+        return Verdict(ok, listing(v, have, vals), paper)
+
+    return check
+
+
+def same_as_paper(refs: list[Ref], rel: float = 0.0) -> Callable:
+    """Every cell equals the paper's value (strings), or is within rel of it (numbers)."""
+
+    def check(v) -> Verdict:
+        have = [r for r in refs if v.paper(*r) is not None]
+        if not have:
+            return Verdict(None, "the paper gives no value here")
+        pvals = [v.paper(*r).value for r in have]
+        paper = listing(v, have, pvals)
+        na = not_applicable(v, have, paper)
+        if na:
+            return na
+        vals = [v.mean(*r) for r in have]
+        same = [
+            x == p if isinstance(p, str) or isinstance(x, str) else abs(x - p) <= rel * abs(p)
+            for x, p in zip(vals, pvals)
+        ]
+        if all(same):
+            return Verdict(True, f"{len(same)} of {len(same)} equal")  # paper: the claim's source
+        off = [i for i, ok in enumerate(same) if not ok]  # show only the cells that differ
+        pick = [have[i] for i in off]
+        return Verdict(
+            False,
+            f"{len(off)} of {len(same)} differ: " + listing(v, pick, [vals[i] for i in off]),
+            listing(v, pick, [pvals[i] for i in off]),
+        )
+
+    return check
+
+
+def reached(refs: list[Ref], stated: str = "") -> Callable:
+    """Every cell reached the target (a finite number of rounds)."""
+
+    def check(v) -> Verdict:
+        vals = [v.mean(*r) for r in refs]
+        if None in vals:
+            return not_applicable(v, refs, stated) or Verdict(None, "no number", stated)
+        ok = not any(isinstance(x, float) and math.isinf(x) for x in vals)
+        return Verdict(ok, listing(v, refs, vals), stated)
+
+    return check
+
+
+def every(*checks: Callable) -> Callable:
+    """All checks hold (n/a if any is n/a); ours and paper: the failing or first part."""
+
+    def check(v) -> Verdict:
+        out = [c(v) for c in checks]
+        na = [x for x in out if x.holds is None]
+        if na:
+            return na[0]
+        bad = [x for x in out if not x.holds]
+        first = bad[0] if bad else out[0]
+        return Verdict(not bad, first.ours, first.paper)
+
+    return check
+
+
+# ---------------------------------------------------------------- evaluating claims
+
+
+class CellView:
+    """One dataset's cells of a table result, as claim checks read them."""
+
+    def __init__(self, result: TableResult, dataset: str):
+        self.dataset = dataset
+        self._by = {(c.cell.row, c.cell.col): c for c in result.cells if c.cell.dataset == dataset}
+        self.cols = {col for _, col in self._by}
+
+    def row(self, row) -> str:
+        return row(self.dataset) if callable(row) else row
+
+    def _get(self, row, col) -> CellResult | None:
+        return self._by.get((self.row(row), col))
+
+    def mean(self, row, col):
+        c = self._get(row, col)
+        if c is None or c.status in ("missing", "unavailable") or c.mean is None:
+            return None
+        return c.mean
+
+    def paper(self, row, col) -> PaperValue | None:
+        c = self._get(row, col)
+        return None if c is None else c.paper
+
+
+@dataclass
+class ClaimResult:
+    claim: Claim
+    dataset: str
+    verdict: Verdict
+
+    @property
+    def status(self) -> str:
+        return {True: "reproduced", False: "not reproduced", None: "n/a"}[self.verdict.holds]
+
+
+def evaluate_claims(result: TableResult) -> list[ClaimResult]:
+    datasets = list(dict.fromkeys(c.cell.dataset for c in result.cells))
+    out = []
+    for ds in datasets:
+        view = CellView(result, ds)
+        for claim in result.spec.claims:
+            if claim.datasets is None or ds in claim.datasets:
+                out.append(ClaimResult(claim, ds, claim.check(view)))
+    return out
+
+
+def claims_summary(result: TableResult) -> str:
+    decided = [c for c in result.claims if c.verdict.holds is not None]
+    held = sum(bool(c.verdict.holds) for c in decided)
+    na = len(result.claims) - len(decided)
+    return f"claims: {held} of {len(decided)} reproduced" + (
+        f" ({na} n/a: cells without a number)" if na else ""
+    )
+
+
+def claim_lines(result: TableResult) -> list[str]:
+    """'claims: k of n reproduced', then one line per claim: verdict, text, ours vs paper."""
+    if not result.claims:
+        return []
+    many = len({c.dataset for c in result.claims}) > 1
+    lines = [claims_summary(result)]
+    for c in result.claims:
+        where = f"[{c.dataset}] " if many else ""
+        said = c.verdict.paper or c.claim.source
+        paper = f"; paper: {said}" if said else ""
+        lines.append(f"  {c.status}: {where}{c.claim.text} (ours: {c.verdict.ours}{paper})")
+    return lines
