@@ -14,6 +14,7 @@ of every rounds file, and DuckDB over the same files when it is installed.
 from __future__ import annotations
 
 import argparse
+import os
 import math
 import sys
 import tempfile
@@ -125,6 +126,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--keep", help="write the runs here (kept) instead of a temp folder")
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=5.0,
+        help="exit 1 when building a table (or the curve table) takes longer (the target)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(args.keep or tmp) / "results"
@@ -133,8 +140,13 @@ def main() -> None:
         print(
             f"generated {args.runs} runs x {ROUNDS + 1} rounds in {time.perf_counter() - t0:.1f} s"
         )
-        for k, v in time_reads(results).items():
+        timings = time_reads(results)
+        for k, v in timings.items():
             print(f"{k:>20}: {v if not isinstance(v, float) else f'{v:.3f}'}")
+    print(f"load average: {os.getloadavg()[0]:.1f}")
+    slow = [k for k in ("table_s", "curve_table_s") if timings[k] > args.max_seconds]
+    if slow:
+        raise SystemExit(f"{', '.join(slow)} over the {args.max_seconds:g} s target")
 
 
 if __name__ == "__main__":
