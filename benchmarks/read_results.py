@@ -14,8 +14,8 @@ of every rounds file, and DuckDB over the same files when it is installed.
 from __future__ import annotations
 
 import argparse
-import os
 import math
+import os
 import sys
 import tempfile
 import time
