@@ -33,19 +33,18 @@ bumps ``version`` by one (stored runs then no longer count as done, and are reru
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-
 from fedbench.errors import FedbenchError
+from fedbench.lazy import torch
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
     from fedbench.methods.services import EngineServices
 
-GradFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+# w -> (loss, gradient); a string, so that defining it needs no torch
+GradFn = "Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]"
 
 
 @dataclass

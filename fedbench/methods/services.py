@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-import torch
+from fedbench.lazy import LazyModule, torch
 
-from fedbench.metrics import gradient_dissimilarity
+metrics = LazyModule("fedbench.metrics")  # imports torch
 
 if TYPE_CHECKING:
     from fedbench.engine import Engine
@@ -50,4 +50,4 @@ class ServicesOf:
         return eng.evaluate(eng.data.train_x, eng.data.train_y, w=w, **kw)[0]
 
     def gradient_dissimilarity(self, w):
-        return gradient_dissimilarity(self._engine, w)
+        return metrics.gradient_dissimilarity(self._engine, w)
