@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from fedbench.errors import FedbenchError
+from fedbench.identity import run_id
 
 
 def escape(text: str) -> str:
@@ -206,7 +207,7 @@ def train(
       fedbench train --preset fedprox-synthetic --method fedprox --set mu=1 --set s=0.9
       fedbench train --config my_run.toml --set lr=0.03
     """
-    from fedbench.config import build_config
+    from fedbench.assembly import build_config
 
     flags = {
         "method": method,
@@ -374,7 +375,7 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
     """
     import pandas as pd
 
-    from fedbench.config import apply_overrides
+    from fedbench.assembly import apply_overrides
     from fedbench.data import load_arrays, split_stats
     from fedbench.presets import get_preset
     from fedbench.tables import console, rich_table
@@ -483,7 +484,8 @@ def selection_options(f):
 def make_selection(dataset, seeds, preset, sets, results):
     """The runs a paper table refers to; every key, value, seed and preset checked here, so
     that a typo stops with one line instead of leaving every cell n/a."""
-    from fedbench.config import RunConfig, apply_overrides
+    from fedbench.assembly import apply_overrides
+    from fedbench.config import RunConfig
     from fedbench.presets import get_preset
     from fedbench.sweep import parse_list
     from fedbench.tables import Selection
@@ -945,7 +947,7 @@ def sweep(
     )
     if dry_run:
         for cfg in plan.todo:
-            click.echo(f"  {cfg.run_id()}  {cfg.method} {cfg.method_params or ''}")
+            click.echo(f"  {run_id(cfg)}  {cfg.method} {cfg.method_params or ''}")
         for line in plan.notes:
             click.echo(line)
         return

@@ -17,7 +17,9 @@ from typing import Any
 import pandas as pd
 
 import fedbench
+from fedbench.assembly import validate_config
 from fedbench.errors import FedbenchError
+from fedbench.identity import config_hash
 from fedbench.paper_tables import (
     METRICS,
     Cell,
@@ -245,9 +247,9 @@ def _run_cell(
         except FedbenchError as e:
             res.status, res.note = "unavailable", str(e)
             return
-        rec = index.finished(cfg.config_hash())
+        rec = index.finished(config_hash(cfg))
         if rec is None:
-            other = index.find(cfg.config_hash())
+            other = index.find(config_hash(cfg))
             if other is not None and other.status == "failed":
                 failures.append(other.meta.get("error", "failed"))
             continue
@@ -302,7 +304,7 @@ def _run_cell(
 
 
 def _data_cell(res: CellResult, sel: Selection, cache: dict) -> None:
-    from fedbench.config import apply_overrides
+    from fedbench.assembly import apply_overrides
     from fedbench.presets import get_preset
 
     cell = res.cell
@@ -310,8 +312,8 @@ def _data_cell(res: CellResult, sel: Selection, cache: dict) -> None:
         cfg = get_preset(sel.preset or cell.preset)
         if sel.sets:
             cfg = apply_overrides(cfg, sel.sets)
-        cfg = cfg.validate()
-        key = cfg.config_hash()
+        cfg = validate_config(cfg)
+        key = config_hash(cfg)
         if key not in cache:  # the split's statistics need the arrays only, no tensors
             from fedbench.data import load_arrays, split_stats
 

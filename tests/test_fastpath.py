@@ -142,7 +142,7 @@ def test_thread_policy(monkeypatch):
     assert threads.choose(BatchedMLP([60, 10]), cfg) == 1
     assert threads.choose(BatchedMLP([784, 400, 10]), cfg) == 1  # the FedLGA MLP
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (0.2, 0.0, 0.0))  # idle
-    monkeypatch.setattr("fedbench.sweep.cpu_cores", lambda: 4)
+    monkeypatch.setattr("fedbench.threads.cpu_cores", lambda: 4)
     assert threads.choose(BatchedCNN(10, (1, 28, 28)), cfg) == 2  # the budget
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.4, 0.0, 0.0))  # 3 cores busy
     assert threads.choose(BatchedCNN(10, (1, 28, 28)), cfg) == 1

@@ -17,7 +17,8 @@ evaluation). A method only says:
   a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method and
   ``state_dict``/``load_state_dict`` save and restore it; no method writes those three;
 - ``check_config(params, cfg)`` (optional) rejects parameters that clash with the run's config
-  (e.g. FedMax(k) with k > K); RunConfig.validate() calls it. Overrides call super() first.
+  (e.g. FedMax(k) with k > K); fedbench.assembly.validate_config calls it. Overrides call
+  super() first.
 
 What a method may ask of the engine (full-batch gradients, the global training loss, ...) is
 ``ctx.services`` (fedbench.methods.services.EngineServices), never the engine itself.
