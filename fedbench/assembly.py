@@ -24,7 +24,7 @@ from fedbench.config import (
 )
 from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS, check_param_value, method_class, method_params
-from fedbench.presets import get_preset
+from fedbench.presets import PRESETS, get_preset
 
 
 def validate_config(cfg: RunConfig) -> RunConfig:
@@ -115,3 +115,17 @@ def build_config(
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     return validate_config(cfg) if validate else cfg
+
+
+def method_param_names(method: str) -> set[str]:
+    """The parameter names of a method (the keys a sweep grid may route to it)."""
+    return {f.name for f in fields(method_class(method).Params)}
+
+
+def preset_for_dataset(dataset: str) -> str | None:
+    """The preset a bare --dataset starts from: fedlga-<dataset> (the FedLGA setting) if there
+    is one, else the only preset on that dataset; None: the default preset."""
+    if f"fedlga-{dataset}" in PRESETS:
+        return f"fedlga-{dataset}"
+    on = [n for n, (_, v) in PRESETS.items() if v.get("dataset") == dataset]
+    return on[0] if len(on) == 1 else None

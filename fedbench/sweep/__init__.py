@@ -29,10 +29,8 @@ from fedbench.sweep.grid import (
     dedupe,
     grid_configs,
     load_sweep_file,
-    method_param_names,
     parse_grid,
     parse_list,
-    preset_for_dataset,
     table_configs,
 )
 from fedbench.sweep.plan import Plan, plan_sweep
@@ -58,11 +56,9 @@ __all__ = [
     "grid_configs",
     "load_sweep_file",
     "make_executor",
-    "method_param_names",
     "parse_grid",
     "parse_list",
     "plan_sweep",
-    "preset_for_dataset",
     "recheck_busy",
     "run_sweep",
     "summary_line",

@@ -7,10 +7,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from fedbench.assembly import build_config
-from fedbench.config import ALIASES, FIELD_TYPES, RunConfig
+from fedbench.assembly import build_config, method_param_names, preset_for_dataset
+from fedbench.config import ALIASES, FIELD_TYPES, RunConfig, check_value, one_each, read_toml
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
+from fedbench.methods import method_class
 
 # ---------------------------------------------------------------- parsing flags
 
@@ -45,14 +46,6 @@ def parse_grid(items: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-def method_param_names(method: str) -> set[str]:
-    import dataclasses
-
-    from fedbench.methods import method_class
-
-    return {f.name for f in dataclasses.fields(method_class(method).Params)}
-
-
 def _grid_key_applies(key: str, method: str, methods: list[str]) -> bool:
     """Whether a --grid key varies runs of `method`: config fields (and aliases) apply to every
     method, a method parameter only to the methods that have it."""
@@ -69,17 +62,6 @@ def _grid_key_applies(key: str, method: str, methods: list[str]) -> bool:
     return False
 
 
-def preset_for_dataset(dataset: str) -> str | None:
-    """The preset a bare --dataset starts from: fedlga-<dataset> (the FedLGA setting) if there
-    is one, else the only preset on that dataset; None: the default preset."""
-    from fedbench.presets import PRESETS
-
-    if f"fedlga-{dataset}" in PRESETS:
-        return f"fedlga-{dataset}"
-    on = [n for n, (_, v) in PRESETS.items() if v.get("dataset") == dataset]
-    return on[0] if len(on) == 1 else None
-
-
 def grid_configs(
     preset: str | None = None,
     config_file: str | None = None,
@@ -92,8 +74,6 @@ def grid_configs(
 ) -> list[RunConfig]:
     """Every combination of methods x grid values x seeds on top of preset/file/sets.
     A grid key that is a method parameter varies only the methods that have it."""
-    from fedbench.methods import method_class
-
     sets = dict(sets or {})
     if dataset and not preset:
         preset = preset_for_dataset(dataset)
@@ -148,8 +128,6 @@ def load_sweep_file(path: str | Path) -> dict[str, Any]:
     [grid.fedprox]      # varied for one method only
     mu = [0.1, 0.5, 1.0]
     """
-    from fedbench.config import read_toml
-
     p = Path(path)
     data = read_toml(p, "sweep file")
     known = {"preset", "config", "methods", "dataset", "seeds", "set", "grid"}
@@ -166,7 +144,6 @@ def load_sweep_file(path: str | Path) -> dict[str, Any]:
 
 def _sweep_file_values(data: dict[str, Any]) -> dict[str, Any]:
     """A sweep file's entries, each of the kind it must be, each field named once."""
-    from fedbench.config import check_value, one_each
 
     def expect(ok: bool, key: str, what: str) -> None:
         if not ok:
