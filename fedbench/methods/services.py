@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from fedbench.lazy import LazyModule, torch
+import torch
 
-metrics = LazyModule("fedbench.metrics")  # imports torch
+from fedbench.metrics import gradient_dissimilarity
 
 if TYPE_CHECKING:
     from fedbench.engine import Engine
@@ -50,4 +50,4 @@ class ServicesOf:
         return eng.evaluate(eng.data.train_x, eng.data.train_y, w=w, **kw)[0]
 
     def gradient_dissimilarity(self, w):
-        return metrics.gradient_dissimilarity(self._engine, w)
+        return gradient_dissimilarity(self._engine, w)
