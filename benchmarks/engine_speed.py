@@ -36,7 +36,7 @@ import time
 
 import torch
 
-from fedbench.config import build_config
+from fedbench.assembly import build_config
 from fedbench.data import FederatedData
 from fedbench.devices import generator, synchronize
 from fedbench.engine import Engine

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.errors import FedbenchError
+from fedbench.identity import canonical_method_params, config_hash, run_id
 
 CALIBRATION_DIR = "calibration"  # under the results folder
 DIRECTIONS = ("auto", "up", "down")
@@ -212,7 +213,7 @@ def start_value(cell, seed: int, sel, param: str) -> float:
     cfg = cell_config(cell, seed, sel.preset, sel.sets)
     v = getattr(cfg, param, None)
     if v is None:
-        v = cfg.canonical_method_params().get(param)
+        v = canonical_method_params(cfg).get(param)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
         raise FedbenchError(
             f"calibrate searches a positive number on a log scale; {param} is {v!r} here"
@@ -236,17 +237,17 @@ def evaluate_point(cell, sel, param: str, x: float, seeds, executor, quiet: bool
     worst = -math.inf if metric.higher_is_better else math.inf
     values = []
     for cfg in configs:
-        rec = index.finished(cfg.config_hash())
+        rec = index.finished(config_hash(cfg))
         if rec is None:
-            other = index.find(cfg.config_hash())
+            other = index.find(config_hash(cfg))
             why = other.meta.get("error", other.status) if other is not None else "not run"
-            raise FedbenchError(f"calibration run {cfg.run_id()} did not finish ({why})")
+            raise FedbenchError(f"calibration run {run_id(cfg)} did not finish ({why})")
         v = None
         if rec.status != "diverged":
             v = metric.fn(rec.summary, lambda cols, rec=rec: index.rounds(rec, list(cols)))
         values.append(worst if v is None or math.isinf(v) else float(v))
     mean = sum(values) / len(values)
-    return Point(x, mean, values, [c.run_id() for c in configs])
+    return Point(x, mean, values, [run_id(c) for c in configs])
 
 
 def calibration_path(results: str | Path, table: str, dataset: str) -> Path:

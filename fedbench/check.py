@@ -19,8 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import fedbench
-from fedbench.config import RunConfig, build_config
+from fedbench.assembly import build_config
+from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
+from fedbench.identity import config_hash, run_id
 
 REFERENCE = Path("results") / "reference" / "check.json"
 
@@ -94,22 +96,22 @@ def measure(configs: dict[str, RunConfig], results: Path | None, threads: int = 
             failed = {}
         index = RunIndex(folder)
         for name, cfg in configs.items():
-            if cfg.run_id() in failed:
-                err = failed[cfg.run_id()] or "failed"
+            if run_id(cfg) in failed:
+                err = failed[run_id(cfg)] or "failed"
                 if "not found" in err:  # a dataset this machine lacks
                     out[name] = {"skipped": err}
                     continue
                 raise FedbenchError(f"check {name} failed to run: {err}")
-            rec = index.finished(cfg.config_hash())
+            rec = index.finished(config_hash(cfg))
             if rec is None:
                 raise FedbenchError(
-                    f"{folder} has no finished run of check {name} ({cfg.run_id()}); run "
+                    f"{folder} has no finished run of check {name} ({run_id(cfg)}); run "
                     "fedbench check without --results to rerun the checks"
                 )
             s = rec.summary
             out[name] = {m: s.get(m) for m in METRICS}
             out[name]["device_name"] = rec.meta.get("device_name")
-            out[name]["config_hash"] = cfg.config_hash()
+            out[name]["config_hash"] = config_hash(cfg)
     return out
 
 

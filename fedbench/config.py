@@ -1,7 +1,9 @@
-"""The typed run configuration: one dataclass, settable from presets, TOML files and `key=value`.
+"""The typed run configuration: one dataclass, its fields and their checks.
 
-Every field is validated before any work starts; a bad value raises FedbenchError with a
-one-line message naming the field and what is allowed.
+A leaf: it imports nothing of fedbench but errors. Every field is validated before any work
+starts; a bad value raises FedbenchError with a one-line message naming the field and what is
+allowed. Layering presets, TOML files, `key=value` and method parameters into a config is
+fedbench.assembly's; a config's identity (hash, run id) is fedbench.identity's.
 """
 
 from __future__ import annotations
@@ -154,30 +156,10 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def canonical_method_params(self) -> dict[str, Any]:
-        """The method's parameters with its defaults filled in and types coerced, so that
-        `mu=1`, `mu=1.0` and (fedprox's default) no mu at all name the same run."""
-        from fedbench.methods import method_params
-
-        try:
-            return dataclasses.asdict(method_params(self.method, self.method_params))
-        except (FedbenchError, TypeError):  # a method this build lacks: keep what was given
-            return dict(self.method_params)
-
-    def config_hash(self, method_version: int | None = None) -> str:
-        """The run's identity: what changes the numbers, defaults left out (fedbench.identity).
-        method_version: the one a stored run ran with (default: this build's)."""
-        from fedbench.identity import config_hash
-
-        return config_hash(self, method_version)
-
-    def run_id(self) -> str:
-        return f"{self.method}-{self.dataset}-s{self.seed}-{self.config_hash()}"
-
-    # ---- validation ----
-    def validate(self) -> RunConfig:
-        """Every field (type, finiteness, range, choices), then the fields' combinations and the
-        method's parameters; the first problem raises a one-line FedbenchError."""
+    # ---- validation (the method's parameters: fedbench.assembly.validate_config) ----
+    def validate_fields(self) -> RunConfig:
+        """Every field (type, finiteness, range, choices), then the fields' combinations; the
+        first problem raises a one-line FedbenchError."""
         self.validate_data()
         if self.clients_per_round > self.num_clients:
             raise FedbenchError(
@@ -198,15 +180,6 @@ class RunConfig:
                 "straggler_epochs=code draws U{1..E-1} and needs E >= 2; "
                 "set E >= 2 or straggler_epochs=paper"
             )
-        if self.device != "auto":
-            from fedbench.devices import check_device
-
-            check_device(self.device)
-        # method name and parameters
-        from fedbench.methods import method_class, method_params
-
-        params = method_params(self.method, self.method_params)
-        method_class(self.method).check_config(params, self)
         return self
 
     def validate_data(self) -> RunConfig:
@@ -384,10 +357,6 @@ def check_value(name: str, value: Any) -> None:
         raise FedbenchError(f"{name} must be {BOUNDS[name]}, got {value!r}")
     if name in CHOICES and value not in CHOICES[name]:
         raise FedbenchError(f"unknown {name} {value!r}; choose one of: {', '.join(CHOICES[name])}")
-    if name == "method":
-        from fedbench.methods import method_class
-
-        method_class(value)  # one line naming the methods there are
 
 
 # ---------------------------------------------------------------- building configs
@@ -396,7 +365,7 @@ FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
 FIELD_KINDS = {name: _kind_of(typ) for name, typ in FIELD_TYPES.items()}
 
 
-def _coerce(key: str, raw: Any) -> Any:
+def coerce_field(key: str, raw: Any) -> Any:
     """A CLI string or TOML value -> the field's type, checked on its own (check_value)."""
     kind, optional = field_kind(key)
     value = _parse_field(key, kind, optional, raw) if isinstance(raw, str) else raw
@@ -426,7 +395,7 @@ def _parse_field(key: str, kind: str, optional: bool, raw: str) -> Any:
     return text if kind == "str" else raw
 
 
-def _parse_value(text: str) -> Any:
+def parse_param_text(text: str) -> Any:
     """A method parameter from the CLI: number, bool or string."""
     low = text.strip().lower()
     if low in ("true", "false"):
@@ -467,43 +436,6 @@ def layer(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in lower.items() if canonical_key(k) not in names}, **upper}
 
 
-def _method_param(key: str, raw: Any) -> Any:
-    """A method parameter's value, checked on its own; the key must be a parameter of some
-    method (validate() checks it against the run's method, which may be set later)."""
-    from fedbench.methods import METHODS, check_param_value
-
-    if not any(key in {f.name for f in fields(m.Params)} for m in METHODS.values()):
-        raise FedbenchError(
-            f"unknown key {key!r}: not a config field (see README) nor a parameter of any "
-            "method (see fedbench methods)"
-        )
-    value = _parse_value(raw) if isinstance(raw, str) else raw
-    check_param_value(key, value)
-    return value
-
-
-def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """Set fields by name (or paper alias), each value checked on its own; other keys are method
-    parameters (method.NAME, a `method_params` table, or a bare NAME that some method has)."""
-    changes: dict[str, Any] = {}
-    params: dict[str, Any] = {}  # method parameters given here
-    for key, raw in overrides.items():
-        name = ALIASES.get(key, key)
-        if name == "method_params":
-            if not isinstance(raw, dict):
-                raise FedbenchError(f"method_params expects {TYPE_WORDS['dict']}, got {raw!r}")
-            params.update({k: _method_param(k, v) for k, v in raw.items()})
-        elif name in FIELD_TYPES:
-            changes[name] = _coerce(name, raw)
-        else:
-            params[canonical_key(name)] = _method_param(canonical_key(name), raw)
-    out = dataclasses.replace(cfg, **changes)
-    # the old method's parameters do not carry over to a new method; those given here do
-    kept = {} if out.method != cfg.method else cfg.method_params
-    out.method_params = {**kept, **params}
-    return out
-
-
 def parse_set(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     """--set KEY=VALUE items -> {KEY: VALUE}; each field once (one_each)."""
     pairs = []
@@ -535,48 +467,7 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
         raise FedbenchError(f"{what} {p} is not valid TOML: {e}") from None
 
 
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """A TOML config file -> {key: value}; the entries of a [method] (name = the method) or
-    [method_params] table become method.NAME keys."""
-    items = []
-    for k, v in read_toml(path, "config file").items():
-        if k in ("method", "method_params") and isinstance(v, dict):
-            for name, value in v.items():
-                key = "method" if (k, name) == ("method", "name") else f"method.{name}"
-                items.append((key, value, f"[{k}] {name}"))
-        else:
-            items.append((k, v, k))
-    return one_each(items)
-
-
 def config_from_dict(d: dict[str, Any]) -> RunConfig:
     """A RunConfig from a stored run.json "config": fields this build lacks are dropped and
     fields the record lacks take their defaults, so records of older versions still match."""
     return RunConfig(**{k: v for k, v in d.items() if k in FIELD_TYPES})
-
-
-def build_config(
-    preset: str | None = None,
-    toml_path: str | None = None,
-    overrides: dict[str, Any] | None = None,
-    validate: bool = True,
-) -> RunConfig:
-    """preset, then TOML file, then key=value overrides (the command line): a later layer
-    changes what an earlier one set; validated (unless asked not to)."""
-    from fedbench.presets import get_preset
-
-    file_values: dict[str, Any] = {}
-    try:
-        if toml_path:
-            file_values = load_toml(toml_path)
-            preset = preset or file_values.pop("preset", None)
-            file_values.pop("preset", None)  # the command line's --preset wins
-        cfg = get_preset(preset or "default")
-        cfg = apply_overrides(cfg, file_values)
-    except FedbenchError as e:
-        if toml_path and not str(e).startswith("config file "):
-            raise FedbenchError(f"config file {toml_path}: {e}") from None
-        raise
-    if overrides:
-        cfg = apply_overrides(cfg, overrides)
-    return cfg.validate() if validate else cfg

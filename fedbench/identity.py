@@ -1,6 +1,6 @@
 """A run's identity: the hash that says "this config already ran", stable across upgrades.
 
-The identity (RunConfig.config_hash, the last part of a run_id) is a hash of what changes the
+The identity (config_hash(cfg), the last part of run_id(cfg)) is a hash of what changes the
 numbers:
 
 - every config field except where the data lives (data_dir), the preset's name and the torch
@@ -26,6 +26,9 @@ import dataclasses
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any
+
+from fedbench.errors import FedbenchError
+from fedbench.methods import method_class, method_params  # registers Params; no torch
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
@@ -60,9 +63,6 @@ def _same(a: Any, b: Any) -> bool:
 
 def method_version(method: str) -> int | None:
     """The behaviour version of a method; None for a method this build lacks."""
-    from fedbench.errors import FedbenchError
-    from fedbench.methods import method_class
-
     try:
         return int(method_class(method).version)
     except FedbenchError:
@@ -72,8 +72,6 @@ def method_version(method: str) -> int | None:
 def method_identity(cfg: RunConfig) -> dict[str, Any]:
     """The method parameters that differ from their defaults (all given ones if the method or
     its parameters are unknown to this build: such a record matches no current config)."""
-    from fedbench.methods import method_params
-
     try:
         return _non_default(method_params(cfg.method, cfg.method_params))
     except Exception:  # unknown method or parameter, wrong type: keep what was given
@@ -96,3 +94,17 @@ def identity(cfg: RunConfig, version: int | None = None) -> dict[str, Any]:
 def config_hash(cfg: RunConfig, version: int | None = None) -> str:
     blob = json.dumps(identity(cfg, version), sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def run_id(cfg: RunConfig) -> str:
+    """A run's name: method, dataset and seed for people, the config hash for identity."""
+    return f"{cfg.method}-{cfg.dataset}-s{cfg.seed}-{config_hash(cfg)}"
+
+
+def canonical_method_params(cfg: RunConfig) -> dict[str, Any]:
+    """The method's parameters with its defaults filled in and types coerced, so that
+    `mu=1`, `mu=1.0` and (fedprox's default) no mu at all name the same run."""
+    try:
+        return dataclasses.asdict(method_params(cfg.method, cfg.method_params))
+    except (FedbenchError, TypeError):  # a method this build lacks: keep what was given
+        return dict(cfg.method_params)

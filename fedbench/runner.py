@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 import fedbench
+from fedbench import identity
 from fedbench.claims import RunClaim
 from fedbench.config import RunConfig
 from fedbench.devices import device_name
@@ -56,13 +57,13 @@ def check_not_done(
 
     if overwrite:
         return
-    prefix = cfg.run_id() if own_folders else None
+    prefix = identity.run_id(cfg) if own_folders else None
     index = RunIndex(results, on_error="skip", must_exist=False, prefix=prefix)
     fp = fingerprint if fingerprint is not None else ANY
-    rec = index.finished(cfg.config_hash(), fingerprint=fp)
+    rec = index.finished(identity.config_hash(cfg), fingerprint=fp)
     if rec is not None:
         raise RunExists(
-            f"run {cfg.run_id()} already exists in {rec.run_dir} (status {rec.status}); "
+            f"run {identity.run_id(cfg)} already exists in {rec.run_dir} (status {rec.status}); "
             "pass --overwrite to run it again"
         )
 
@@ -93,7 +94,7 @@ def train(
     the error's first line) unless that would replace a finished run.
     """
     results = Path(results)
-    run_id = cfg.run_id()
+    run_id = identity.run_id(cfg)
     with RunClaim(results, run_id) as claim:
         _recover(results, run_id)
 
@@ -123,9 +124,9 @@ def _start_meta(cfg: RunConfig) -> dict:
 
     return {
         "schema_version": SCHEMA_VERSION,
-        "run_id": cfg.run_id(),
+        "run_id": identity.run_id(cfg),
         "config": cfg.to_dict(),
-        "config_hash": cfg.config_hash(),
+        "config_hash": identity.config_hash(cfg),
         "method_version": method_version(cfg.method),
         "status": "running",
         "fedbench_version": fedbench.__version__,

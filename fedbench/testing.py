@@ -11,7 +11,7 @@ import pandas as pd
 
 import fedbench
 from fedbench.config import RunConfig
-from fedbench.identity import method_version
+from fedbench.identity import config_hash, method_version, run_id
 from fedbench.results import SCHEMA_VERSION, json_safe, summarize
 
 
@@ -54,16 +54,16 @@ def write_fake_run(
 ) -> Path:
     """results/<run_id>/{run.json, rounds.parquet} as the runner writes them."""
     rounds = fake_rounds(cfg.rounds) if rounds is None else rounds
-    run_dir = Path(results) / cfg.run_id()
+    run_dir = Path(results) / run_id(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     rounds.to_parquet(run_dir / "rounds.parquet", index=False)  # no fsync: fake data, fast
     meta = {
         "schema_version": SCHEMA_VERSION,
         "method_version": method_version(cfg.method),
         "rows": len(rounds),
-        "run_id": cfg.run_id(),
+        "run_id": run_id(cfg),
         "config": cfg.to_dict(),
-        "config_hash": cfg.config_hash(),
+        "config_hash": config_hash(cfg),
         "status": status,
         "fedbench_version": fedbench.__version__,
         "device": "cpu",

@@ -22,6 +22,8 @@ configure() keeps torch's own setting.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 # FLOPs of one batched local step (all K devices, forward + backward) below which a model runs
@@ -53,12 +55,18 @@ def step_flops(model, k: int, batch_size: int) -> float | None:
     return None
 
 
+def cpu_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
 def choose(model, cfg) -> int:
     """The thread count for a run of cfg with this model under the configured policy."""
     if _settings.get("requested"):
         return int(_settings["requested"])
-    from fedbench.sweep import cpu_cores
-
     cores = cpu_cores()
     budget = _settings.get("budget") or cores
     flops = step_flops(model, cfg.clients_per_round, cfg.batch_size)

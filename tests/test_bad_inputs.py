@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from fedbench.assembly import build_config
 from fedbench.cli import cli
-from fedbench.config import BOUNDS, FIELD_TYPES, build_config, canonical_key, field_kind
+from fedbench.config import BOUNDS, FIELD_TYPES, canonical_key, field_kind
+from fedbench.identity import run_id
 from fedbench.methods import METHODS
 
 SMALL = {"rounds": 1, "num_clients": 4, "clients_per_round": 2, "local_epochs": 1}
@@ -432,7 +434,7 @@ def test_os_error_on_a_users_file_names_it(tmp_path, monkeypatch):
     def refused(*a, **k):
         raise PermissionError(13, "Permission denied", "/somewhere/run.toml")
 
-    monkeypatch.setattr("fedbench.config.read_toml", refused)
+    monkeypatch.setattr("fedbench.assembly.read_toml", refused)
     f = tmp_path / "run.toml"
     f.write_text("rounds = 2\n")
     assert_one_line_exit_2(
@@ -449,7 +451,7 @@ GARBAGE_LOCKS = ["garbage", "", "5", "[]", "null", '{"pid": "x", "host": 1}', '{
 def test_fresh_garbage_claim_is_one_line(content, tmp_path):
     """A lock file without a claimant in it (being written, or garbage): busy while fresh."""
     cfg = build_config(None, None, {k: str(v) for k, v in SMALL.items()})
-    lock = tmp_path / "results" / ".claims" / f"{cfg.run_id()}.lock"
+    lock = tmp_path / "results" / ".claims" / f"{run_id(cfg)}.lock"
     lock.parent.mkdir(parents=True)
     lock.write_text(content)
     # trying the claim leaves its flock file (.mutex), nothing else
@@ -459,14 +461,14 @@ def test_fresh_garbage_claim_is_one_line(content, tmp_path):
 @pytest.mark.parametrize("content", GARBAGE_LOCKS[:4] + ['{"pid": 99999999999999, "host": "h"}'])
 def test_old_garbage_claim_is_taken_over(content, tmp_path):
     cfg = build_config(None, None, {k: str(v) for k, v in SMALL.items()})
-    lock = tmp_path / "results" / ".claims" / f"{cfg.run_id()}.lock"
+    lock = tmp_path / "results" / ".claims" / f"{run_id(cfg)}.lock"
     lock.parent.mkdir(parents=True)
     lock.write_text(content)
     old = time.time() - 3600
     os.utime(lock, (old, old))
     r, _, _ = run_cli(["train", *TINY], tmp_path)
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "results" / cfg.run_id() / "run.json").exists()
+    assert (tmp_path / "results" / run_id(cfg) / "run.json").exists()
 
 
 # ---------------------------------------------------------------- what is not an error

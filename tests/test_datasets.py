@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import tiny_config
 
+from fedbench.assembly import validate_config
 from fedbench.config import RunConfig
 from fedbench.data import load_federated
 from fedbench.data.leaf import ALL_LETTERS
@@ -65,7 +66,7 @@ def cifar100_dir(tmp_path):
 
 def test_cifar10_loads_torchvision_layout(cifar10_dir):
     cfg = tiny_config(dataset="cifar10", partition="iid", num_clients=4, data_dir=str(cifar10_dir))
-    data = load_federated(cfg.validate(), CPU)
+    data = load_federated(validate_config(cfg), CPU)
     assert data.train_x.shape == (100, 3, 32, 32) and data.train_x.dtype == torch.uint8
     assert data.test_x.shape == (10, 3, 32, 32) and data.num_classes == 10
     ref = _cifar_batch(20, 1, [b"labels"], [10])
@@ -82,8 +83,8 @@ def test_cifar100_fine_and_coarse(cifar100_dir):
         clients_per_round=2,
         data_dir=str(cifar100_dir),
     )
-    fine = load_federated(tiny_config(**base).validate(), CPU)
-    coarse = load_federated(tiny_config(**base, coarse_labels=True).validate(), CPU)
+    fine = load_federated(validate_config(tiny_config(**base)), CPU)
+    coarse = load_federated(validate_config(tiny_config(**base, coarse_labels=True)), CPU)
     ref = _cifar_batch(40, 1, [b"fine_labels", b"coarse_labels"], [100, 20])
     assert fine.num_classes == 100 and fine.train_y.tolist() == ref[b"fine_labels"]
     assert coarse.num_classes == 20 and coarse.train_y.tolist() == ref[b"coarse_labels"]
@@ -140,7 +141,7 @@ def test_cinic_image_folder(cinic_dir):
     cfg = tiny_config(
         dataset="cinic10", partition="iid", num_clients=2, clients_per_round=2, data_dir=str(root)
     )
-    data = load_federated(cfg.validate(), CPU)
+    data = load_federated(validate_config(cfg), CPU)
     assert data.train_x.shape == (20, 3, 32, 32) and data.train_x.dtype == torch.uint8
     assert data.test_x.shape == (10, 3, 32, 32)
     assert data.train_y.tolist() == [c for c in range(10) for _ in range(2)]  # sorted folders
@@ -197,9 +198,9 @@ def femnist_dir(tmp_path):
 
 def _leaf_cfg(name, root, **kw):
     base = dict(num_clients=3, clients_per_round=2, device="cpu")
-    return RunConfig(
-        dataset=name, partition="natural", data_dir=str(root), **{**base, **kw}
-    ).validate()
+    return validate_config(
+        RunConfig(dataset=name, partition="natural", data_dir=str(root), **{**base, **kw})
+    )
 
 
 def test_femnist_natural_split(femnist_dir):
@@ -283,7 +284,7 @@ def test_quadratic_groups_x_star(group, scale):
     assert [c[0] for c in coeffs] == [g[0] for g in GROUPS[group]]
     cfg = get_preset("sfl-quadratic")
     cfg.quad_group, cfg.quad_b_scale, cfg.device = group, float(scale), "cpu"
-    data = load_federated(cfg.validate(), CPU)
+    data = load_federated(validate_config(cfg), CPU)
     assert data.info["x_star"] == pytest.approx(x_star(coeffs))
     assert data.train_x.shape == (2, 2, 1)
 
@@ -298,7 +299,7 @@ def test_quadratic_round_by_hand():
         cfg = get_preset("sfl-quadratic")
         cfg.quad_group, cfg.local_steps, cfg.rounds, cfg.device = 3, 1, 1, "cpu"
         cfg.method = method
-        eng = Engine(cfg.validate())
+        eng = Engine(validate_config(cfg))
         assert eng.eval_record()["dist_to_opt"] == pytest.approx(10.0, abs=1e-12)
         eng.run_round(1)
         rec = eng.eval_record()
@@ -340,19 +341,21 @@ def test_pipeline_shapes_normalize_and_determinism():
 
 
 def test_engine_with_augmentation_is_deterministic(cifar10_dir):
-    cfg = tiny_config(
-        dataset="cifar10",
-        partition="iid",
-        model="logreg",
-        num_clients=4,
-        clients_per_round=2,
-        local_epochs=1,
-        batch_size=8,
-        augment=True,
-        resize=8,
-        dtype="float32",
-        data_dir=str(cifar10_dir),
-    ).validate()
+    cfg = validate_config(
+        tiny_config(
+            dataset="cifar10",
+            partition="iid",
+            model="logreg",
+            num_clients=4,
+            clients_per_round=2,
+            local_epochs=1,
+            batch_size=8,
+            augment=True,
+            resize=8,
+            dtype="float32",
+            data_dir=str(cifar10_dir),
+        )
+    )
     runs = []
     for _ in range(2):
         eng = Engine(cfg)
@@ -386,17 +389,19 @@ def test_cinic_decoded_cache(cinic_dir, tmp_path, monkeypatch):
 
 
 def test_full_batch_grads_go_through_the_pipeline(cifar10_dir):
-    cfg = tiny_config(
-        dataset="cifar10",
-        partition="iid",
-        model="logreg",
-        num_clients=4,
-        clients_per_round=2,
-        augment=True,
-        resize=8,
-        dtype="float32",
-        data_dir=str(cifar10_dir),
-    ).validate()
+    cfg = validate_config(
+        tiny_config(
+            dataset="cifar10",
+            partition="iid",
+            model="logreg",
+            num_clients=4,
+            clients_per_round=2,
+            augment=True,
+            resize=8,
+            dtype="float32",
+            data_dir=str(cifar10_dir),
+        )
+    )
     eng = Engine(cfg)
     loss, grad = eng.full_batch_grads(eng.w, torch.tensor([0, 3]))
     assert grad.shape == (2, eng.model.dim) and torch.isfinite(loss).all()

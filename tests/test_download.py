@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from conftest import tiny_config
 from test_datasets import _cifar_batch, cifar10_dir, cinic_dir  # noqa: F401 (fixtures)
 
+from fedbench.assembly import validate_config
 from fedbench.cli import cli
 from fedbench.data import download, load_federated
 from fedbench.data.idx import load_idx_dataset
@@ -141,7 +142,7 @@ def cifar10_archive(cifar10_dir):  # noqa: F811
 
 def cifar_cfg(root=None):
     kw = {"data_dir": str(root)} if root else {}
-    return tiny_config(dataset="cifar10", partition="iid", num_clients=4, **kw).validate()
+    return validate_config(tiny_config(dataset="cifar10", partition="iid", num_clients=4, **kw))
 
 
 def assert_cifar_loads(root=None):
@@ -200,7 +201,7 @@ def test_get_cinic10_archive_without_top_folder(server, monkeypatch, tmp_path, c
     cfg = tiny_config(
         dataset="cinic10", partition="iid", num_clients=2, clients_per_round=2, data_dir=str(root)
     )
-    data = load_federated(cfg.validate(), CPU)
+    data = load_federated(validate_config(cfg), CPU)
     assert data.train_x.shape == (20, 3, 32, 32)
     assert np.array_equal(data.train_x[6].permute(1, 2, 0).numpy(), pixels[("train", 3, 0)])
 

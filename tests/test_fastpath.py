@@ -141,7 +141,7 @@ def test_thread_policy(monkeypatch):
     threads.configure(None, budget=2)
     assert threads.choose(BatchedMLP([60, 10]), cfg) == 1
     assert threads.choose(BatchedMLP([784, 400, 10]), cfg) == 1  # the FedLGA MLP
-    monkeypatch.setattr("fedbench.sweep.cpu_cores", lambda: 4)
+    monkeypatch.setattr("fedbench.threads.cpu_cores", lambda: 4)
     assert threads.choose(BatchedCNN(10, (1, 28, 28)), cfg) == 2  # the budget
     # not the machine's load: the same config on the same machine takes the same thread count
     monkeypatch.setattr("os.getloadavg", lambda: (3.4, 0.0, 0.0), raising=False)

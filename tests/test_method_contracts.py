@@ -13,7 +13,7 @@ import pytest
 import torch
 from conftest import quadratic_data, tiny_config, tiny_data
 
-from fedbench.config import apply_overrides
+from fedbench.assembly import apply_overrides, validate_config
 from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.methods import (
@@ -113,7 +113,7 @@ def engine(method, params, **kw):
     cfg = tiny_config(
         method=method, method_params=params, hetero="fedlga", rho=0.7, tau_max=2, **kw
     )
-    return Engine(cfg.validate(), data=tiny_data())
+    return Engine(validate_config(cfg), data=tiny_data())
 
 
 @pytest.mark.parametrize("method", ALL)
@@ -214,7 +214,7 @@ def test_set_keys_reach_config_or_method():
     )
     assert cfg.method_params == {"mu": 0.3, "adaptive": True}
     assert cfg.stragglers == 0.2 and cfg.server_momentum == 0.9
-    cfg.validate()
+    validate_config(cfg)
 
 
 # ---------------------------------------------------------------- the server step
@@ -240,7 +240,7 @@ def test_fedavgm_by_hand(server_lr, beta):
         lr=lr,
     )
     cfg = apply_overrides(cfg, {"server_momentum": str(beta), "server_lr": str(server_lr)})
-    eng = Engine(cfg.validate(), data=quadratic_data(coeffs))
+    eng = Engine(validate_config(cfg), data=quadratic_data(coeffs))
     w, m = 10.0, 0.0
     for r in (1, 2, 3):
         eng.run_round(r)
@@ -283,7 +283,7 @@ def test_default_server_step_returns_the_methods_aggregate():
 def test_server_step_settings_one_line_errors(method, params, overrides, message):
     cfg = tiny_config(method=method, method_params=params, **overrides)
     with pytest.raises(FedbenchError, match=message) as e:
-        cfg.validate()
+        validate_config(cfg)
     assert "\n" not in str(e.value)
 
 

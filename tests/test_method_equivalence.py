@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench.config import build_config
+from fedbench.assembly import build_config
 from fedbench.engine import Engine
 from fedbench.methods import METHODS
 

@@ -8,6 +8,7 @@ from conftest import tiny_config
 from test_datasets import _leaf_file, _tweet, cifar10_dir  # noqa: F401 (fixture)
 from torch import nn
 
+from fedbench.assembly import validate_config
 from fedbench.data import FederatedData
 from fedbench.devices import generator
 from fedbench.engine import Engine
@@ -261,7 +262,7 @@ def test_cifar_pipeline_resnet20_equals_loop(cifar10_dir):  # noqa: F811 (fixtur
         dtype="float64",
         data_dir=str(cifar10_dir),
     )
-    eng = Engine(cfg.validate())
+    eng = Engine(validate_config(cfg))
     assert eng.data.train_x.dtype == torch.uint8 and eng.model.image_shape == (3, 8, 8)
     w_ref, b_ref = reference_round(eng, 1)
     eng.run_round(1)
@@ -293,17 +294,19 @@ def test_leaf_tokens_reach_the_lstms(tmp_path, name):
         glove = tmp_path / "glove.txt"
         glove.write_text("good 0.1 0.2 0.3\nday -1 0 1\nok 0 0.5 0\n")
     model = "charlstm" if dataset == "shakespeare" else "sentlstm"
-    cfg = tiny_config(
-        dataset=dataset,
-        partition="natural",
-        data_dir=str(tmp_path),
-        model=model,
-        num_clients=2,
-        clients_per_round=2,
-        local_epochs=1,
-        batch_size=2,
-        glove=None if glove is None else str(glove),
-    ).validate()
+    cfg = validate_config(
+        tiny_config(
+            dataset=dataset,
+            partition="natural",
+            data_dir=str(tmp_path),
+            model=model,
+            num_clients=2,
+            clients_per_round=2,
+            local_epochs=1,
+            batch_size=2,
+            glove=None if glove is None else str(glove),
+        )
+    )
     eng = Engine(cfg)
     assert eng.data.train_x.dtype == torch.int64
     assert eng.model.vocab_size == eng.data.info["vocab_size"] or glove is not None

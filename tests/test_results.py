@@ -5,8 +5,9 @@ import json
 import pandas as pd
 import pytest
 
-from fedbench.config import build_config
+from fedbench.assembly import build_config
 from fedbench.errors import FedbenchError
+from fedbench.identity import config_hash, run_id
 from fedbench.results import load_summaries, read_run, summarize
 from fedbench.runner import train
 
@@ -22,14 +23,14 @@ def small_cfg(**over):
 def test_parquet_round_trip_and_run_json(tmp_path):
     cfg = small_cfg()
     meta, df = train(cfg, tmp_path)
-    run_dir = tmp_path / cfg.run_id()
+    run_dir = tmp_path / run_id(cfg)
     back = pd.read_parquet(run_dir / "rounds.parquet")
     pd.testing.assert_frame_equal(back, df)
     assert list(back["round"]) == [0, 1, 2, 3]
     assert back["clients"].iloc[1].tolist() and len(back["clients"].iloc[1]) == 3
     j = json.loads((run_dir / "run.json").read_text())
     assert j["status"] == "complete" and j["config"]["rounds"] == 3
-    assert j["config_hash"] == cfg.config_hash() and j["torch_version"] and j["device"] == "cpu"
+    assert j["config_hash"] == config_hash(cfg) and j["torch_version"] and j["device"] == "cpu"
     assert j["summary"]["rounds_run"] == 3
     part = pd.read_parquet(run_dir / "partition.parquet")
     assert part["client"].nunique() == 6
@@ -86,10 +87,10 @@ def test_summary_rounds_and_seconds_to_target():
 def test_corrupt_parquet_is_named(tmp_path):
     cfg = small_cfg(rounds="1")
     train(cfg, tmp_path)
-    path = tmp_path / cfg.run_id() / "rounds.parquet"
+    path = tmp_path / run_id(cfg) / "rounds.parquet"
     path.write_bytes(path.read_bytes()[:50])
     with pytest.raises(FedbenchError) as e:
-        read_run(tmp_path / cfg.run_id())
+        read_run(tmp_path / run_id(cfg))
     assert str(path) in str(e.value) and "\n" not in str(e.value)
     df, problems = load_summaries(tmp_path, on_error="skip")
     assert df.empty and len(problems) == 1

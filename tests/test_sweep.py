@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from fedbench.assembly import build_config
 from fedbench.claims import RunClaim
 from fedbench.cli import cli
-from fedbench.config import build_config
+from fedbench.identity import run_id
 from fedbench.sweep import (
     InlineExecutor,
     PoolExecutor,
@@ -98,7 +99,7 @@ def test_grid_from_flags_applies_method_params_to_their_methods():
     # mu=1 and mu=1.0 (fedprox's default) are one run: duplicates collapse
     again = grid_configs(methods=["fedprox"], grid={"mu": ["1", "1.0"]}, sets=TINY)
     assert len(again) == 1
-    assert again[0].run_id() == build_config(None, None, {"method": "fedprox", **TINY}).run_id()
+    assert run_id(again[0]) == run_id(build_config(None, None, {"method": "fedprox", **TINY}))
 
 
 def test_dataset_picks_the_fedlga_preset():
@@ -204,16 +205,16 @@ def test_failed_and_diverged_runs_are_recorded_and_the_sweep_goes_on(tmp_path, m
     report = run_sweep(plan, res, InlineExecutor(), quiet=True)
     status = {o.run_id: o.status for o in report.outcomes}
     assert status == {
-        fails.run_id(): "failed",
-        diverges.run_id(): "diverged",
-        good.run_id(): "complete",
+        run_id(fails): "failed",
+        run_id(diverges): "diverged",
+        run_id(good): "complete",
     }
-    meta = json.loads((res / fails.run_id() / "run.json").read_text())
+    meta = json.loads((res / run_id(fails) / "run.json").read_text())
     assert meta["status"] == "failed" and "fmnist not found" in meta["error"]
-    assert json.loads((res / diverges.run_id() / "run.json").read_text())["status"] == "diverged"
+    assert json.loads((res / run_id(diverges) / "run.json").read_text())["status"] == "diverged"
     # the next sweep retries only the failed run; diverged is a result
     plan = plan_sweep([fails, diverges, good], res)
-    assert [c.run_id() for c in plan.todo] == [fails.run_id()] and len(plan.done) == 2
+    assert [run_id(c) for c in plan.todo] == [run_id(fails)] and len(plan.done) == 2
 
 
 def test_sweep_cli_exits_1_naming_the_failed_run(tmp_path, monkeypatch):
@@ -277,7 +278,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_sweep(tmp_path):
     assert r.exit_code == 0, r.output
     assert "already done" in r.output
     dirs = run_dirs(killed)
-    assert sorted(d.name for d in dirs) == sorted(c.run_id() for c in wanted)  # once each
+    assert sorted(d.name for d in dirs) == sorted(run_id(c) for c in wanted)  # once each
     for d in dirs:
         assert json.loads((d / "run.json").read_text())["status"] == "complete"
         assert len(pd.read_parquet(d / "rounds.parquet")) == rounds + 1

@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 from fedbench import data as fdata
+from fedbench.assembly import validate_config
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
+from fedbench.identity import canonical_method_params, config_hash, run_id
 from fedbench.tables import (
     METRICS,
     TABLES,
@@ -130,7 +132,7 @@ def shrink(cfg: RunConfig, rounds: int = 2) -> RunConfig:
         device="cpu",
         data_dir=None,
     )
-    return small.validate()
+    return validate_config(small)
 
 
 def contract_key(cfg: RunConfig) -> str:
@@ -145,7 +147,7 @@ def contract_key(cfg: RunConfig) -> str:
         rho=cfg.rho > 0,
         stragglers=cfg.stragglers > 0,
         target_acc=cfg.target_acc is not None,
-        method_params=cfg.canonical_method_params(),
+        method_params=canonical_method_params(cfg),
     )
     return repr(sorted(d.items()))
 
@@ -206,8 +208,8 @@ def _record(cfg: RunConfig, results) -> tuple[dict, object]:
         with mock.patch.object(fdata, "load_arrays", standin_arrays):
             train(cfg, results, engine=Engine(cfg))
         index = RunIndex(results)
-        rec = index.finished(cfg.config_hash())
-        assert rec is not None and rec.status == "complete", f"{cfg.run_id()}: {rec}"
+        rec = index.finished(config_hash(cfg))
+        assert rec is not None and rec.status == "complete", f"{run_id(cfg)}: {rec}"
         _RUNS[key] = (rec.summary, lambda cols, rec=rec, ix=index: ix.rounds(rec, list(cols)))
     return _RUNS[key]
 

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from fedbench.cli import cli
+from fedbench.identity import run_id
 from fedbench.papers.sfl import quad_constants
 from fedbench.plots import plot_spec
 from fedbench.tables import (
@@ -253,7 +254,7 @@ def _stragglers_results(res, seeds=(0, 1), rounds=5):
     for i, cell in enumerate(c for c in spec.cells("synthetic-1-1") if c.metric == "final_acc"):
         for seed in seeds:
             cfg = cell_config(cell, seed, sel.preset, sel.sets)
-            if not (res / cfg.run_id()).exists():
+            if not (res / run_id(cfg)).exists():
                 top = 0.5 + 0.03 * i + 0.01 * seed
                 write_fake_run(res, cfg, fake_rounds(cfg.rounds, top=top, loss0=1 + i / 10))
     return spec, sel

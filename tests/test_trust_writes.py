@@ -18,9 +18,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from fedbench.assembly import build_config
 from fedbench.cli import cli
-from fedbench.config import RunConfig, build_config, config_from_dict
+from fedbench.config import RunConfig, config_from_dict
 from fedbench.errors import FedbenchError
+from fedbench.identity import config_hash, run_id
 from fedbench.methods import METHODS, method_class
 from fedbench.results import RunIndex, load_summaries
 from fedbench.runner import RunExists, _recover, diverged, train
@@ -76,13 +78,13 @@ def test_a_new_method_parameter_with_the_old_behaviour_keeps_stored_runs(tmp_pat
 
     cfg = tiny(method="fedprox", mu="0.5")
     write_fake_run(tmp_path, cfg)
-    before = cfg.run_id()
+    before = run_id(cfg)
     monkeypatch.setattr(FedProx, "Params", _with_param(FedProx, "new_knob", 0.0))
-    assert cfg.run_id() == before  # the new parameter at its default is not hashed
+    assert run_id(cfg) == before  # the new parameter at its default is not hashed
     index = RunIndex(tmp_path)
-    assert index.finished(cfg.config_hash()) is not None  # the stored run still counts
+    assert index.finished(config_hash(cfg)) is not None  # the stored run still counts
     changed = tiny(method="fedprox", mu="0.5", new_knob="1.0")
-    assert changed.run_id() != before
+    assert run_id(changed) != before
 
 
 def test_a_changed_default_or_behaviour_changes_the_identity(tmp_path, monkeypatch):
@@ -90,12 +92,12 @@ def test_a_changed_default_or_behaviour_changes_the_identity(tmp_path, monkeypat
 
     cfg = tiny(method="fedprox")
     write_fake_run(tmp_path, cfg)
-    before = cfg.config_hash()
+    before = config_hash(cfg)
     # the rule (Method docstring): a changed default comes with a version bump
     monkeypatch.setattr(FedProx, "Params", _with_param(FedProx, "unused", 0.0, mu=0.1))
     monkeypatch.setattr(FedProx, "version", 2)
-    assert cfg.config_hash() != before
-    assert RunIndex(tmp_path).finished(cfg.config_hash()) is None  # the old run is not done
+    assert config_hash(cfg) != before
+    assert RunIndex(tmp_path).finished(config_hash(cfg)) is None  # the old run is not done
     # the stored run keeps its own version, so it is still found under its old identity
     assert RunIndex(tmp_path).finished(before) is not None
 
@@ -130,16 +132,16 @@ def test_a_new_config_field_with_the_old_behaviour_keeps_identity():
     New = dataclasses.make_dataclass(
         "New", [("new_field", float, dataclasses.field(default=0.0))], bases=(RunConfig,)
     )
-    assert New(**stored).config_hash() == old.config_hash()
-    assert New(**stored, new_field=2.0).config_hash() != old.config_hash()
+    assert config_hash(New(**stored)) == config_hash(old)
+    assert config_hash(New(**stored, new_field=2.0)) != config_hash(old)
     # a changed config default: the stored run holds the old value explicitly
     Newer = dataclasses.make_dataclass(
         "Newer", [("lr", float, dataclasses.field(default=0.5))], bases=(RunConfig,)
     )
     read_back = Newer(**stored)  # how the upgraded build reads the stored run.json
     fresh = {k: v for k, v in stored.items() if k != "lr"}
-    assert read_back.config_hash() != Newer(**fresh).config_hash()  # the new default: new run
-    assert read_back.config_hash() == Newer(**fresh, lr=stored["lr"]).config_hash()
+    assert config_hash(read_back) != config_hash(Newer(**fresh))  # the new default: new run
+    assert config_hash(read_back) == config_hash(Newer(**fresh, lr=stored["lr"]))
 
 
 # ---------------------------------------------------------------- §2b data fingerprint
@@ -169,19 +171,19 @@ def test_the_same_config_on_other_data_files_is_another_run(tmp_path):
     _write_idx(tmp_path / "a", 0)
     _write_idx(tmp_path / "b", 1)
     a, b = _mnist(tmp_path / "a"), _mnist(tmp_path / "b")
-    assert a.config_hash() == b.config_hash()  # where data lives is not the identity...
+    assert config_hash(a) == config_hash(b)  # where data lives is not the identity...
     res = tmp_path / "r"
     meta_a, _ = train(a, res)
     with pytest.raises(RunExists):
         train(a, res)
     assert [c.data_dir for c in plan_sweep([b], res).todo] == [b.data_dir]  # ...its bytes are
-    assert plan_sweep([a], res).done == [a.run_id()]
+    assert plan_sweep([a], res).done == [run_id(a)]
     meta_b, _ = train(b, res)  # not refused as "already exists"
     fa, fb = meta_a["data"]["fingerprint"], meta_b["data"]["fingerprint"]
     assert fa and fb and fa != fb
     folders = sorted(p.name for p in res.iterdir() if not p.name.startswith("."))
-    assert folders == [a.run_id(), f"{a.run_id()}-d{fb[:8]}"]  # neither replaced the other
-    assert plan_sweep([a, b], res).done == [a.run_id(), b.run_id()]
+    assert folders == [run_id(a), f"{run_id(a)}-d{fb[:8]}"]  # neither replaced the other
+    assert plan_sweep([a, b], res).done == [run_id(a), run_id(b)]
     # remembered: known from a stat of the files, recomputed when a file changes
     assert data_fingerprint(b, compute=False) == fb
     f = tmp_path / "b" / "t10k-labels-idx1-ubyte.gz"
@@ -256,7 +258,7 @@ def test_overwrite_killed_with_sigkill_leaves_the_old_run(tmp_path):
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and proc.poll() is None and not aside:
-            aside = list(res.glob(f".{cfg.run_id()}.new-*/partition.parquet"))
+            aside = list(res.glob(f".{run_id(cfg)}.new-*/partition.parquet"))
             time.sleep(0.02)
         time.sleep(0.3)  # a few rounds into the new run
     finally:
@@ -264,8 +266,8 @@ def test_overwrite_killed_with_sigkill_leaves_the_old_run(tmp_path):
         out = proc.communicate()[0].decode()
     assert aside, f"the new run was never written aside: {out}"
     assert {p.name: p.read_bytes() for p in old.iterdir()} == before  # untouched
-    assert RunIndex(res).finished(cfg.config_hash()) is not None
-    _recover(res, cfg.run_id())  # what the next claim of this run does first
+    assert RunIndex(res).finished(config_hash(cfg)) is not None
+    _recover(res, run_id(cfg))  # what the next claim of this run does first
     assert [p.name for p in res.iterdir() if p.name != ".claims"] == [old.name]
 
 
@@ -305,7 +307,7 @@ def test_any_crash_after_the_claim_is_recorded_failed(tmp_path, monkeypatch, whe
     cfg = tiny()
     with pytest.raises(RuntimeError):
         train(cfg, tmp_path)
-    meta = json.loads((tmp_path / cfg.run_id() / "run.json").read_text())
+    meta = json.loads((tmp_path / run_id(cfg) / "run.json").read_text())
     assert meta["status"] == "failed" and meta["error"] == f"RuntimeError: boom in {where}"
     assert not list((tmp_path / ".claims").glob("*.lock"))
 
@@ -317,14 +319,14 @@ def test_any_crash_after_the_claim_is_recorded_failed(tmp_path, monkeypatch, whe
 def test_a_short_rounds_file_is_rerun(tmp_path, keep):
     cfg = tiny(rounds="3")
     train(cfg, tmp_path)
-    path = tmp_path / cfg.run_id() / "rounds.parquet"
+    path = tmp_path / run_id(cfg) / "rounds.parquet"
     pd.read_parquet(path).head(keep).to_parquet(path, index=False)  # a footer that reads
     plan = plan_sweep([cfg], tmp_path)
-    assert [c.run_id() for c in plan.todo] == [cfg.run_id()] and "rows" in plan.problems[0]
+    assert [run_id(c) for c in plan.todo] == [run_id(cfg)] and "rows" in plan.problems[0]
     report = run_sweep(plan, tmp_path, quiet=True)
     assert report.outcomes[0].status == "complete"
     assert len(pd.read_parquet(path)) == 4
-    assert plan_sweep([cfg], tmp_path).done == [cfg.run_id()]
+    assert plan_sweep([cfg], tmp_path).done == [run_id(cfg)]
 
 
 # ---------------------------------------------------------------- §4d --on-error skip everywhere
@@ -406,7 +408,7 @@ def test_run_json_is_strict_json_with_null_for_non_finite(tmp_path):
     quad = {"dataset": "quadratic", "model": "quadratic", "N": "2", "K": "2", "B": "1"}
     cfg = build_config(None, None, {**quad, "local_steps": "5", "rounds": "3", "lr": "3"})
     meta, _ = train(cfg, tmp_path)
-    text = (tmp_path / cfg.run_id() / "run.json").read_text()
+    text = (tmp_path / run_id(cfg) / "run.json").read_text()
 
     def no_constants(c):
         raise ValueError(f"{c} in run.json")
@@ -453,9 +455,9 @@ def test_the_final_summary_rereads_the_claims(tmp_path):
     try:
         (res / CLAIMS_DIR).mkdir(parents=True)
         lock = {"pid": other.pid, "host": platform.node(), "proc_start": _proc_start(other.pid)}
-        (res / CLAIMS_DIR / f"{cfg.run_id()}.lock").write_text(json.dumps(lock))
+        (res / CLAIMS_DIR / f"{run_id(cfg)}.lock").write_text(json.dumps(lock))
         plan = plan_sweep([cfg], res)
-        assert plan.busy == [cfg.run_id()]  # another sweep is running it
+        assert plan.busy == [run_id(cfg)]  # another sweep is running it
         write_fake_run(res, cfg)  # ... and finishes it
     finally:
         other.kill()
@@ -477,8 +479,8 @@ def test_records_without_fingerprint_or_version_still_match(tmp_path):
     meta = json.loads((d / "run.json").read_text())
     del meta["method_version"]
     (d / "run.json").write_text(json.dumps(meta))
-    assert plan_sweep([cfg], tmp_path).done == [cfg.run_id()]
-    assert config_from_dict(meta["config"]).config_hash() == cfg.config_hash()
+    assert plan_sweep([cfg], tmp_path).done == [run_id(cfg)]
+    assert config_hash(config_from_dict(meta["config"])) == config_hash(cfg)
     assert method_class("fedavg").version == 1
     with pytest.raises(FedbenchError):
         train(cfg, tmp_path)

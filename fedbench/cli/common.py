@@ -80,7 +80,8 @@ def command_line(sets, flags: dict, options: dict | None = None) -> dict:
 def make_selection(dataset, seeds, preset, sets, results):
     """The runs a paper table refers to; every key, value, seed and preset checked here, so
     that a typo stops with one line instead of leaving every cell n/a."""
-    from fedbench.config import RunConfig, apply_overrides
+    from fedbench.assembly import apply_overrides
+    from fedbench.config import RunConfig
     from fedbench.presets import get_preset
     from fedbench.sweep import parse_list
     from fedbench.tables import Selection

@@ -34,8 +34,8 @@ def data_stats(dataset, preset, data_dir, sets, fmt):
     """
     import pandas as pd
 
+    from fedbench.assembly import apply_overrides
     from fedbench.cli.info import markdown
-    from fedbench.config import apply_overrides
     from fedbench.presets import get_preset
     from fedbench.tables import console, rich_table
 

@@ -115,6 +115,7 @@ def sweep(**options):
       fedbench sweep --file sweep.toml --jobs 4
       fedbench sweep --table r90 --executor ray --address auto --gpus-per-run 0.25
     """
+    from fedbench.identity import run_id
     from fedbench.sweep import make_executor, plan_sweep
 
     a = SweepArgs(**options)
@@ -127,7 +128,7 @@ def sweep(**options):
     plan.unavailable = unavailable
     announce(plan, label, executor.name, a)
     if a.dry_run:
-        echo_lines(f"  {cfg.run_id()}  {cfg.method} {cfg.method_params or ''}" for cfg in plan.todo)
+        echo_lines(f"  {run_id(cfg)}  {cfg.method} {cfg.method_params or ''}" for cfg in plan.todo)
         echo_lines(plan.notes)
         return
     execute(plan, executor, a, label)

@@ -61,7 +61,7 @@ def train(
       fedbench train --config my_run.toml --set lr=0.03
     """
     from fedbench import threads as thread_policy
-    from fedbench.config import build_config
+    from fedbench.assembly import build_config
 
     flags = {
         "method": method,

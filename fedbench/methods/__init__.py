@@ -18,8 +18,11 @@ from fedbench.methods.registry import (
     register,
 )
 
+# services (what methods may ask of the engine) registers nothing and needs torch at import:
+# the engine imports it, so that importing the registry (and hashing a config) needs no torch
 for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+    if _mod.name != "services":
+        importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
     "METHODS",

@@ -17,7 +17,8 @@ evaluation). A method only says:
   a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method and
   ``state_dict``/``load_state_dict`` save and restore it; no method writes those three;
 - ``check_config(params, cfg)`` (optional) rejects parameters that clash with the run's config
-  (e.g. FedMax(k) with k > K); RunConfig.validate() calls it. Overrides call super() first.
+  (e.g. FedMax(k) with k > K); fedbench.assembly.validate_config calls it. Overrides call
+  super() first.
 
 What a method may ask of the engine (full-batch gradients, the global training loss, ...) is
 ``ctx.services`` (fedbench.methods.services.EngineServices), never the engine itself.
@@ -33,19 +34,18 @@ bumps ``version`` by one (stored runs then no longer count as done, and are reru
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-
 from fedbench.errors import FedbenchError
+from fedbench.lazy import torch
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
     from fedbench.methods.services import EngineServices
 
-GradFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+# w -> (loss, gradient); a string, so that defining it needs no torch
+GradFn = "Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]"
 
 
 @dataclass

@@ -57,9 +57,8 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import torch
-
 from fedbench.errors import FedbenchError
+from fedbench.lazy import torch
 from fedbench.methods.base import Method, weighted_mean
 from fedbench.methods.registry import register
 

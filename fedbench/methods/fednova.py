@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from fedbench.errors import FedbenchError
+from fedbench.lazy import torch
 from fedbench.methods.base import Method, State, weighted_mean
 from fedbench.methods.registry import register
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.errors import FedbenchError
+from fedbench.identity import config_hash
 from fedbench.results import RunIndex
 from fedbench.tables.claims import ClaimResult, evaluate_claims
 from fedbench.tables.metrics import METRICS
@@ -155,9 +156,9 @@ def _run_cell(
         except FedbenchError as e:
             res.status, res.note = "unavailable", str(e)
             return
-        rec = index.finished(cfg.config_hash())
+        rec = index.finished(config_hash(cfg))
         if rec is None:
-            other = index.find(cfg.config_hash())
+            other = index.find(config_hash(cfg))
             if other is not None and other.status == "failed":
                 failures.append(other.meta.get("error", "failed"))
             continue
@@ -212,7 +213,7 @@ def _run_cell(
 
 
 def _data_cell(res: CellResult, sel: Selection, cache: dict) -> None:
-    from fedbench.config import apply_overrides
+    from fedbench.assembly import apply_overrides, validate_config
     from fedbench.presets import get_preset
 
     cell = res.cell
@@ -220,8 +221,8 @@ def _data_cell(res: CellResult, sel: Selection, cache: dict) -> None:
         cfg = get_preset(sel.preset or cell.preset)
         if sel.sets:
             cfg = apply_overrides(cfg, sel.sets)
-        cfg = cfg.validate()
-        key = cfg.config_hash()
+        cfg = validate_config(cfg)
+        key = config_hash(cfg)
         if key not in cache:  # the split's statistics need the arrays only, no tensors
             from fedbench.data import load_arrays, split_stats
 

@@ -201,7 +201,7 @@ def cell_config(
 ):
     """The RunConfig of one seed of a cell: its preset (or `preset`), then the user's `sets`,
     then the cell's own overrides (callables see the config built so far), validated."""
-    from fedbench.config import apply_overrides
+    from fedbench.assembly import apply_overrides, validate_config
     from fedbench.presets import get_preset
 
     cfg = get_preset(preset or cell.preset)
@@ -214,4 +214,4 @@ def cell_config(
     later = {k: v(cfg) for k, v in cell.overrides if callable(v)}
     if later:
         cfg = apply_overrides(cfg, later)
-    return cfg.validate()
+    return validate_config(cfg)

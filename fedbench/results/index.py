@@ -1,238 +1,24 @@
-"""Run records: results/<run_id>/{run.json, rounds.parquet, partition.parquet}, written atomically.
-
-rounds.parquet: one row per round (round 0 = the initial model, evaluated, not trained).
-run.json: the full config and its hash, versions, device, status, times and the summary.
+"""The index of a results folder: every run keyed by its identity (fedbench.identity), the record
+chosen for a config, and the summary of every run. Imports no torch (tests/test_imports.py).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import numbers
-import os
-import tempfile
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from fedbench.config import FIELD_TYPES, config_from_dict
 from fedbench.errors import FedbenchError
-
-STATUSES = ("running", "complete", "diverged", "failed")
-# run.json's layout. 1: before it was recorded; 2: schema_version, method_version, rows,
-# data.fingerprint, strict JSON (null for non-finite numbers).
-SCHEMA_VERSION = 2
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()  # what open() would give; mkstemp's 0600 hides shared results
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temp file beside `path`, fsync, rename: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def json_safe(obj: Any) -> Any:
-    """obj with every non-finite number (NaN, inf) replaced by None, so that run.json is strict
-    JSON. In run.json, null means "no finite value": not measured (no evaluation, target not
-    reached) or not a number (a run whose status is diverged)."""
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
-        return obj
-    if isinstance(obj, numbers.Integral):
-        return int(obj)
-    if isinstance(obj, numbers.Real):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    text = json.dumps(json_safe(obj), indent=2, default=str, allow_nan=False)
-    atomic_write_bytes(path, text.encode())
-
-
-def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
-    import io
-
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    atomic_write_bytes(path, buf.getvalue())
-
-
-def summarize(rounds: pd.DataFrame, target: float | None) -> dict[str, Any]:
-    """Best accuracy, rounds and seconds to target, mean seconds per training round."""
-    trained = rounds[rounds["round"] > 0]
-    acc = rounds["test_acc"].dropna() if "test_acc" in rounds else pd.Series(dtype=float)
-    out: dict[str, Any] = {
-        "rounds_run": int(trained["round"].max()) if len(trained) else 0,
-        "best_acc": float(acc.max()) if len(acc) else math.nan,
-        "final_acc": float(acc.iloc[-1]) if len(acc) else math.nan,
-        "mean_round_seconds": float(trained["round_seconds"].mean()) if len(trained) else math.nan,
-        "total_seconds": float(trained["round_seconds"].sum()) if len(trained) else 0.0,
-        "final_train_loss": _last(rounds, "train_loss"),
-        "final_local_loss": _last(rounds, "local_loss"),
-        "target_acc": target,
-        "rounds_to_target": None,
-        "seconds_to_target": None,
-    }
-    if target is not None and "test_acc" in rounds:
-        hit = rounds[rounds["test_acc"] >= target]
-        if len(hit):
-            first = hit.iloc[0]
-            out["rounds_to_target"] = int(first["round"])
-            out["seconds_to_target"] = float(first["cum_seconds"])
-    return out
-
-
-def _last(rounds: pd.DataFrame, col: str) -> float:
-    """The last recorded value of a per-round column (NaN when there is none)."""
-    if col not in rounds:
-        return math.nan
-    vals = rounds[col].dropna()
-    return float(vals.iloc[-1]) if len(vals) else math.nan
-
-
-def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
-    """(run.json, rounds) of one run; a corrupt file raises a one-line FedbenchError."""
-    meta_path, rounds_path = run_dir / "run.json", run_dir / "rounds.parquet"
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
-        raise FedbenchError(f"{meta_path} is missing; rerun this run or delete {run_dir}") from None
-    except json.JSONDecodeError as e:
-        raise FedbenchError(f"{meta_path} is corrupt ({e}); rerun or delete {run_dir}") from None
-    if not isinstance(meta, dict):
-        raise FedbenchError(
-            f"{meta_path} is corrupt (not a JSON object); rerun or delete {run_dir}"
-        )
-    try:
-        rounds = pd.read_parquet(rounds_path)
-    except FileNotFoundError:
-        raise FedbenchError(
-            f"{rounds_path} is missing; rerun this run or delete {run_dir}"
-        ) from None
-    except Exception as e:  # pyarrow raises several types for truncated/garbled files
-        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise FedbenchError(
-            f"{rounds_path} is corrupt or truncated ({first_line}); rerun or delete {run_dir}"
-        ) from None
-    return meta, rounds
-
-
-def _failed_before_training(run_dir: Path) -> dict | None:
-    """run.json of a run that failed before writing any rounds (e.g. its dataset is missing):
-    a record to list, not a corrupt one."""
-    try:
-        meta = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if (
-        isinstance(meta, dict)
-        and meta.get("status") == "failed"
-        and not (run_dir / "rounds.parquet").exists()
-    ):
-        return meta
-    return None
-
-
-def run_dirs(results: Path) -> list[Path]:
-    """Run folders (hidden ones, e.g. a run being written aside by --overwrite, are not runs)."""
-    if not results.is_dir():
-        raise FedbenchError(f"results directory {results} does not exist; run fedbench train first")
-    return sorted(
-        p for p in results.iterdir() if not p.name.startswith(".") and (p / "run.json").exists()
-    )
-
-
-def load_summaries(
-    results: Path, on_error: str = "fail", strict: bool = False
-) -> tuple[pd.DataFrame, list[str]]:
-    """One row per run (a folder copied under another name is one run): config fields that tell
-    runs apart, and the summary. on_error="skip" leaves out unreadable runs and returns their
-    messages; "fail" raises. Notes (old records, copies) are in the index: see summary_frame."""
-    index = RunIndex(results, on_error=on_error, strict=strict)
-    return summary_frame(index), index.problems
-
-
-def summary_frame(index: RunIndex) -> pd.DataFrame:
-    rows = []
-    for key in index.by_key:
-        for rec in index.runs(key):
-            summary = rec.summary
-            if rec.status == "failed" and not rec.rounds_path.exists():
-                summary = summarize(pd.DataFrame({"round": [], "round_seconds": []}), None)
-            elif not index.rounds_ok(rec, report=True):
-                continue
-            elif not summary:
-                rounds = index.rounds(rec)
-                if rounds is None:
-                    continue
-                summary = _summary_or_problem(index, rec, rounds)
-                if summary is None:
-                    continue
-            cfg = rec.config
-            rows.append(
-                {
-                    "run_id": rec.run_id,
-                    "status": rec.status,
-                    "preset": cfg.get("preset"),
-                    "method": cfg.get("method"),
-                    "dataset": cfg.get("dataset"),
-                    "seed": cfg.get("seed"),
-                    "method_params": json.dumps(cfg.get("method_params", {}), sort_keys=True),
-                    **{k: summary.get(k) for k in SUMMARY_KEYS},
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def _summary_or_problem(index: RunIndex, rec: RunRecord, rounds: pd.DataFrame) -> dict | None:
-    try:
-        return summarize(rounds, rec.config.get("target_acc"))
-    except Exception as e:  # missing columns, wrong types
-        index._problem(f"{rec.rounds_path} cannot be summarized ({_first_line(e)}); rerun it")
-        return None
-
-
-SUMMARY_KEYS = (
-    "rounds_run",
-    "best_acc",
-    "final_acc",
-    "mean_round_seconds",
-    "total_seconds",
-    "final_train_loss",
-    "final_local_loss",
-    "target_acc",
-    "rounds_to_target",
-    "seconds_to_target",
+from fedbench.identity import config_hash
+from fedbench.results.records import (
+    SCHEMA_VERSION,
+    STATUSES,
+    SUMMARY_KEYS,
+    _first_line,
+    summarize,
 )
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
-
-
-# ---------------------------------------------------------------- the index of a results folder
 
 FINISHED = ("complete", "diverged")
 ANY = object()
@@ -310,7 +96,6 @@ class RunRecord:
 
     def version_issues(self) -> list[str]:
         """Why this record is not one this build writes (empty: it is)."""
-        from fedbench.config import FIELD_TYPES
 
         out = []
         schema = self.meta.get("schema_version", 1)
@@ -350,10 +135,9 @@ def _check_meta(meta: object) -> str | None:
 
 def config_key(config: dict, method_version: int | None = None) -> str | None:
     """The identity of a stored config (see fedbench.identity), None if unreadable."""
-    from fedbench.config import config_from_dict
 
     try:
-        return config_from_dict(config).config_hash(method_version)
+        return config_hash(config_from_dict(config), method_version)
     except Exception:  # a record from a very different version: matches nothing
         return None
 
@@ -565,3 +349,53 @@ class RunIndex:
                 f"rerun it or delete {rec.run_dir}"
             )
             return None
+
+
+def load_summaries(
+    results: Path, on_error: str = "fail", strict: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
+    """One row per run (a folder copied under another name is one run): config fields that tell
+    runs apart, and the summary. on_error="skip" leaves out unreadable runs and returns their
+    messages; "fail" raises. Notes (old records, copies) are in the index: see summary_frame."""
+    index = RunIndex(results, on_error=on_error, strict=strict)
+    return summary_frame(index), index.problems
+
+
+def summary_frame(index: RunIndex) -> pd.DataFrame:
+    rows = []
+    for key in index.by_key:
+        for rec in index.runs(key):
+            summary = rec.summary
+            if rec.status == "failed" and not rec.rounds_path.exists():
+                summary = summarize(pd.DataFrame({"round": [], "round_seconds": []}), None)
+            elif not index.rounds_ok(rec, report=True):
+                continue
+            elif not summary:
+                rounds = index.rounds(rec)
+                if rounds is None:
+                    continue
+                summary = _summary_or_problem(index, rec, rounds)
+                if summary is None:
+                    continue
+            cfg = rec.config
+            rows.append(
+                {
+                    "run_id": rec.run_id,
+                    "status": rec.status,
+                    "preset": cfg.get("preset"),
+                    "method": cfg.get("method"),
+                    "dataset": cfg.get("dataset"),
+                    "seed": cfg.get("seed"),
+                    "method_params": json.dumps(cfg.get("method_params", {}), sort_keys=True),
+                    **{k: summary.get(k) for k in SUMMARY_KEYS},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _summary_or_problem(index: RunIndex, rec: RunRecord, rounds: pd.DataFrame) -> dict | None:
+    try:
+        return summarize(rounds, rec.config.get("target_acc"))
+    except Exception as e:  # missing columns, wrong types
+        index._problem(f"{rec.rounds_path} cannot be summarized ({_first_line(e)}); rerun it")
+        return None

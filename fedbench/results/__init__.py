@@ -1,0 +1,48 @@
+"""Run records: one run's files (fedbench.results.records) and the index of a results folder
+(fedbench.results.index)."""
+
+from fedbench.results.index import (
+    ANY,
+    FINISHED,
+    NUMERIC_COLUMNS,
+    RunIndex,
+    RunRecord,
+    config_key,
+    expected_rows,
+    load_summaries,
+    summary_frame,
+)
+from fedbench.results.records import (
+    SCHEMA_VERSION,
+    STATUSES,
+    SUMMARY_KEYS,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_parquet,
+    json_safe,
+    read_run,
+    run_dirs,
+    summarize,
+)
+
+__all__ = [
+    "ANY",
+    "FINISHED",
+    "NUMERIC_COLUMNS",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "SUMMARY_KEYS",
+    "RunIndex",
+    "RunRecord",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_parquet",
+    "config_key",
+    "expected_rows",
+    "json_safe",
+    "load_summaries",
+    "read_run",
+    "run_dirs",
+    "summarize",
+    "summary_frame",
+]

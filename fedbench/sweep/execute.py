@@ -1,0 +1,265 @@
+"""Running a sweep's configs: one run in a worker (execute_run) and the executors that schedule
+them (inline, a pool of spawned processes, Ray tasks)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedbench.config import RunConfig
+from fedbench.errors import FedbenchError
+from fedbench.identity import run_id
+
+# ---------------------------------------------------------------- running one config
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    status: str  # complete | diverged | failed | busy (claimed elsewhere) | done (by another)
+    error: str | None = None
+    seconds: float = 0.0
+    summary: dict = field(default_factory=dict)
+
+    @staticmethod
+    def from_dict(d: dict) -> Outcome:
+        return Outcome(**d)
+
+
+_WORKER: dict[str, Any] = {}  # per-process settings of pool workers (threads, device)
+
+
+def execute_run(
+    cfg_dict: dict,
+    results: str,
+    overwrite: bool = False,
+    threads: int | None = None,
+    device: str | None = None,
+    on_round: Callable[[dict], None] | None = None,
+) -> dict:
+    """Run one config here; never raises (an error becomes a "failed" outcome, which the
+    runner has also written into the run's run.json). Returns Outcome fields as a dict so
+    that it crosses process and Ray boundaries."""
+    import dataclasses
+
+    from fedbench.claims import RunBusy
+    from fedbench.config import config_from_dict
+    from fedbench.runner import RunExists, train
+
+    t0 = time.perf_counter()
+    cfg = config_from_dict(cfg_dict)
+    from fedbench import threads as thread_policy
+
+    thread_policy.configure(threads or _WORKER.get("threads"), _WORKER.get("budget"))
+    device = device or _WORKER.get("device")
+    if device and cfg.device == "auto":
+        cfg = dataclasses.replace(cfg, device=device)
+    out = Outcome(run_id(cfg), "failed")
+    try:
+        meta, _ = train(cfg, results, overwrite=overwrite, on_round=on_round)
+        out.status, out.summary = meta["status"], meta.get("summary", {})
+    except RunBusy as e:
+        out.status, out.error = "busy", str(e)
+    except RunExists:
+        out.status = "done"
+    except Exception as e:
+        out.error = (f"{type(e).__name__}: {e}".strip().splitlines() or ["error"])[0]
+    out.seconds = time.perf_counter() - t0
+    return dataclasses.asdict(out)
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the sweep that started it dies (a killed sweep must not
+    leave workers that keep claims alive)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:  # pragma: no cover
+            pass
+
+
+def _init_worker(slots, threads: int | None, budget: int, devices: list[str]) -> None:
+    _die_with_parent()
+    slot = slots.get()
+    _WORKER["threads"], _WORKER["budget"] = threads, budget
+    if devices:
+        _WORKER["device"] = devices[slot % len(devices)]
+
+
+# ---------------------------------------------------------------- executors
+
+OnStart = Callable[[RunConfig], None]
+OnDone = Callable[[RunConfig, Outcome], None]
+
+
+class InlineExecutor:
+    """One run after another in this process (per-round progress available)."""
+
+    name = "inline"
+
+    def __init__(self, threads: int | None = None):
+        self.threads = threads
+
+    def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
+        for cfg in todo:
+            on_start(cfg)
+            rid = run_id(cfg)
+            d = execute_run(
+                cfg.to_dict(), str(results), rid in repair, self.threads, None, on_round
+            )
+            on_done(cfg, Outcome.from_dict(d))
+
+
+class PoolExecutor:
+    """N spawned worker processes; each gets cores // N torch threads (or --threads) and, with
+    GPUs and device=auto, GPU (worker slot mod GPUs). A worker that dies (segfault, out of
+    memory) fails only the runs it was running; the pool is rebuilt for the rest."""
+
+    name = "pool"
+
+    def __init__(self, jobs: int, threads: int | None = None):
+        self.jobs = jobs
+        self.threads = threads  # else fedbench.threads chooses, within cores // jobs
+        from fedbench.threads import cpu_cores  # imports torch
+
+        self.budget = max(1, cpu_cores() // jobs)
+
+    def _devices(self) -> list[str]:
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        return [f"cuda:{i}" for i in range(n)]
+
+    def _pool(self):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = mp.get_context("spawn")
+        slots = ctx.Queue()
+        for i in range(self.jobs):
+            slots.put(i)
+        return ProcessPoolExecutor(
+            self.jobs,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(slots, self.threads, self.budget, self._devices()),
+        )
+
+    def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        queue = list(todo)
+        attempts: dict[str, int] = {}
+        pool = self._pool()
+        running: dict = {}
+        try:
+            while queue or running:
+                while queue and len(running) < self.jobs:
+                    cfg = queue.pop(0)
+                    rid = run_id(cfg)
+                    if attempts.get(rid, 0) == 0:
+                        on_start(cfg)
+                    fut = pool.submit(execute_run, cfg.to_dict(), str(results), rid in repair)
+                    running[fut] = cfg
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                broken = False
+                for fut in finished:
+                    cfg = running.pop(fut)
+                    try:
+                        on_done(cfg, Outcome.from_dict(fut.result()))
+                    except BrokenProcessPool:
+                        broken = True
+                        rid = run_id(cfg)
+                        attempts[rid] = attempts.get(rid, 0) + 1
+                        if attempts[rid] >= 2:
+                            on_done(cfg, Outcome(rid, "failed", "worker process died "
+                                                 "(crash or out of memory)"))  # fmt: skip
+                        else:
+                            queue.insert(0, cfg)  # may have died with another run's worker
+                if broken:
+                    for cfg in running.values():
+                        queue.insert(0, cfg)
+                        attempts[run_id(cfg)] = attempts.get(run_id(cfg), 0) + 1
+                    running.clear()
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = self._pool()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor:
+    """Each run a Ray task (num_cpus / num_gpus per run) on an existing cluster, or on the Ray
+    this process already started; results are written to the (shared) results path."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = "auto", num_gpus: float = 0, num_cpus: float = 1):
+        self.address, self.num_gpus, self.num_cpus = address, num_gpus, num_cpus
+
+    def _ray(self):
+        try:
+            import ray
+        except ImportError:
+            raise FedbenchError("--executor ray needs Ray: pip install 'fedbench[ray]'") from None
+        if not ray.is_initialized():
+            import fedbench
+
+            try:
+                ray.init(
+                    address=self.address or "auto",
+                    runtime_env={"py_modules": [os.path.dirname(fedbench.__file__)]},
+                    log_to_driver=False,
+                )
+            except ConnectionError as e:
+                raise FedbenchError(
+                    f"no Ray cluster at {self.address or 'auto'} ({e}); start one "
+                    "(ray start --head) or pass --address HOST:PORT"
+                ) from None
+        return ray
+
+    def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
+        ray = self._ray()
+        results = str(Path(results).resolve())
+        threads = max(1, int(self.num_cpus))
+        task = ray.remote(execute_run).options(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
+        refs = {}
+        for cfg in todo:
+            on_start(cfg)
+            ref = task.remote(cfg.to_dict(), results, run_id(cfg) in repair, threads)
+            refs[ref] = cfg
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            for ref in ready:
+                cfg = refs.pop(ref)
+                try:
+                    out = Outcome.from_dict(ray.get(ref))
+                except Exception as e:  # the task's worker died
+                    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                    out = Outcome(run_id(cfg), "failed", f"Ray task failed: {first}")
+                on_done(cfg, out)
+
+
+def make_executor(
+    executor: str = "local",
+    jobs: int = 1,
+    threads: int | None = None,
+    address: str | None = None,
+    gpus_per_run: float = 0,
+    cpus_per_run: float = 1,
+):
+    if jobs < 1:
+        raise FedbenchError(f"--jobs must be >= 1, got {jobs}")
+    if executor == "ray":
+        return RayExecutor(address or "auto", gpus_per_run, cpus_per_run)
+    if executor != "local":
+        raise FedbenchError(f"unknown executor {executor!r}; choose local or ray")
+    return InlineExecutor(threads) if jobs == 1 else PoolExecutor(jobs, threads)

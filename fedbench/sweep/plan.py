@@ -1,0 +1,76 @@
+"""Planning a sweep: every wanted config is looked up in results/ by its config hash; finished
+runs are skipped, runs claimed by a live process elsewhere are left to it, the rest is run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedbench.config import RunConfig
+from fedbench.errors import FedbenchError
+from fedbench.identity import config_hash, run_id
+
+# ---------------------------------------------------------------- planning
+
+
+@dataclass
+class Plan:
+    todo: list[RunConfig] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    repair: set[str] = field(default_factory=set)  # finished runs with unreadable rounds
+    problems: list[str] = field(default_factory=list)
+    unavailable: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # old-version records used, copies
+    left: list[str] = field(default_factory=list)  # claimed elsewhere, then left unfinished
+
+    @property
+    def total(self) -> int:
+        return len(self.todo) + len(self.done) + len(self.busy)
+
+
+def plan_sweep(
+    configs: list[RunConfig], results: Path | str, on_error: str = "skip", strict: bool = False
+) -> Plan:
+    """Which configs are done, running elsewhere, or to run. Done: a finished record with the
+    config's identity and readable rounds, on the data this config would load now (its data
+    fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
+    is rerun (on_error="skip", the default) or stops the plan with its name ("fail");
+    strict=True refuses records written by another fedbench version."""
+    from fedbench.claims import claimed_elsewhere
+    from fedbench.results import FINISHED, RunIndex
+
+    index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict)
+    plan = Plan(problems=list(index.problems))
+    for cfg in configs:
+        key = config_hash(cfg)
+        n_problems = len(index.problems)
+        if _done(index, cfg, key) is not None:
+            plan.done.append(run_id(cfg))
+            continue
+        if len(index.problems) > n_problems:  # finished, but its rounds.parquet is unreadable
+            plan.problems += index.problems[n_problems:]
+            rec = index.find(key)
+            if rec is not None and rec.status in FINISHED:
+                plan.repair.add(run_id(cfg))
+        if claimed_elsewhere(results, run_id(cfg)):
+            plan.busy.append(run_id(cfg))
+        else:
+            plan.todo.append(cfg)
+    plan.notes = index.notes
+    return plan
+
+
+def _done(index, cfg: RunConfig, key: str):
+    """The finished record of cfg on the data it would load now, or None."""
+    if index.finished(key) is None:
+        return None
+    if not any(index.fingerprints(key) - {None}):  # records from before fingerprints
+        return index.finished(key)
+    from fedbench.data import data_fingerprint
+
+    try:
+        fp = data_fingerprint(cfg)
+    except FedbenchError:  # the data is not on this machine: the record is all there is
+        return index.finished(key)
+    return index.finished(key, fingerprint=fp)
