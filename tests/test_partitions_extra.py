@@ -152,7 +152,11 @@ NEEDED = [
 ]
 
 
-@pytest.mark.parametrize("name", NEEDED)
+def test_the_papers_presets_are_registered():
+    assert set(NEEDED) <= set(PRESETS), set(NEEDED) - set(PRESETS)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))  # the registry: a new preset is checked too
 def test_every_preset_validates(name):
     source, _ = PRESETS[name]
     assert source and ("§" in source or "Table" in source or name == "default")
