@@ -48,6 +48,7 @@ class Engine:
         self.threads = threads.apply(self.model, cfg)  # torch CPU threads (fedbench.threads)
         self.method = build_method(cfg.method, cfg.method_params)
         self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fedbench.fastpath)
+        fastpath.warm_up(self)
         self.sizes = self.data.sizes  # CPU [N]
         self.w = self.model.init(generator(cfg.seed, "init"), self.dtype).to(self.device)
         # global buffers [Db] (BatchNorm running statistics); empty for most models

@@ -105,3 +105,25 @@ def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor |
         step_loss.numpy(),
     )
     return step_loss
+
+
+def warm_up(engine) -> None:
+    """Compile (or load from numba's cache) the round for this engine's model and dtype now, so
+    that a fresh install's one-time compile is setup time, not the first round's seconds."""
+    kernel = _kernel(engine.model) if engine.fastpath and engine.device.type == "cpu" else None
+    if kernel is None or engine.dtype not in (torch.float32, torch.float64):
+        return
+    dt = engine.dtype
+    w = torch.zeros(1, engine.model.dim, dtype=dt)
+    empty = torch.zeros(1, 0, engine.cfg.batch_size, dtype=dt)
+    arrays = (
+        w,
+        w.clone(),
+        w.new_zeros(0, 0),
+        w.new_zeros(1, 1),
+        torch.zeros(1, dtype=torch.long),
+        empty.to(torch.long),
+        empty,
+        torch.zeros(1, dtype=torch.long),  # no steps: nothing runs
+    )
+    kernel(*(a.numpy() for a in arrays), 0.0, 0.0, 0.0, False, w.new_zeros(1, 0).numpy())
