@@ -484,3 +484,22 @@ def test_records_without_fingerprint_or_version_still_match(tmp_path):
     assert method_class("fedavg").version == 1
     with pytest.raises(FedbenchError):
         train(cfg, tmp_path)
+
+
+def test_a_config_this_build_cannot_read_is_left_out_with_a_note(tmp_path, monkeypatch):
+    """Hashing is lenient (unknown methods and values hash as given); should a stored config
+    still fail to hash, its run is left out with a note, not silently matched to nothing."""
+    import fedbench.results.index as index_module
+
+    res = tmp_path / "r"
+    run = write_fake_run(res, tiny())
+
+    def unreadable(cfg, version=None):
+        raise ValueError("a field this build cannot read")
+
+    monkeypatch.setattr(index_module, "config_hash", unreadable)
+    index = RunIndex(res)
+    assert len(index) == 0
+    assert any("cannot be read by this fedbench" in n and run.name in n for n in index.notes)
+    with pytest.raises(FedbenchError, match="cannot read"):
+        RunIndex(res, strict=True)

@@ -133,13 +133,10 @@ def _check_meta(meta: object) -> str | None:
     return None
 
 
-def config_key(config: dict, method_version: int | None = None) -> str | None:
-    """The identity of a stored config (see fedbench.identity), None if unreadable."""
-
-    try:
-        return config_hash(config_from_dict(config), method_version)
-    except Exception:  # a record from a very different version: matches nothing
-        return None
+def config_key(config: dict, method_version: int | None = None) -> str:
+    """The identity of a stored config (see fedbench.identity); raises what this build cannot
+    read in it (the index then leaves the run out, with a note)."""
+    return config_hash(config_from_dict(config), method_version)
 
 
 class RunIndex:
@@ -173,6 +170,7 @@ class RunIndex:
         self._old: dict[str, list[str]] = {}  # version issue -> run folders using it
         self._copies: dict[Path, list[Path]] = {}  # used folder -> other folders of one run
         self._multi_data: set[str] = set()  # keys with finished runs on different data
+        self._unreadable: list[str] = []  # run folders whose config this build cannot hash
         if not self.results.is_dir():
             if must_exist:
                 raise FedbenchError(
@@ -194,9 +192,17 @@ class RunIndex:
                 self._problem(f"{path} is corrupt ({_first_line(e)}); rerun or delete {d}")
                 continue
             rec = RunRecord(d, meta, None)
-            rec.key = config_key(meta["config"], rec.method_version)
-            if rec.key is not None:
-                self.by_key.setdefault(rec.key, []).append(rec)
+            try:
+                rec.key = config_key(meta["config"], rec.method_version)
+            except Exception as e:  # e.g. a method or value this build does not know
+                self._unreadable.append(f"{d.name} ({_first_line(e)})")
+                continue
+            self.by_key.setdefault(rec.key, []).append(rec)
+        if self._unreadable and self.strict:
+            raise FedbenchError(
+                f"{len(self._unreadable)} run(s) in {self.results} have a config this fedbench "
+                f"cannot read, e.g. {self._unreadable[0]}; drop --strict to leave them out"
+            )
 
     def _problem(self, message: str) -> None:
         if self.on_error == "skip":
@@ -289,6 +295,11 @@ class RunIndex:
             names = ", ".join(c.name for c in copies)
             out.append(f"note: {used.name} is one run held in several folders (also {names}); "
                        "using one of them")  # fmt: skip
+        if self._unreadable:
+            out.append(
+                f"note: {len(self._unreadable)} run(s) left out: their config cannot be read by "
+                f"this fedbench, e.g. {self._unreadable[0]}; --strict refuses them"
+            )
         if self._multi_data:
             out.append(
                 f"note: {len(self._multi_data)} config(s) have finished runs on different data "
