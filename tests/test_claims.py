@@ -222,3 +222,19 @@ def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
     (tmp_path / "empty").mkdir()
     r = invoke("table", "report", "--results", tmp_path / "empty", "--out", tdir)
     assert r.exit_code == 2 and "no paper table has finished runs" in r.output
+
+
+def test_report_lists_a_table_whose_file_covers_every_dataset_once(tmp_path):
+    """A table file made without --dataset covers all the table's datasets: the report does not
+    add each dataset at the paper's setting again."""
+    from fedbench.tables.report import _candidates
+
+    tdir = tmp_path / "tables"
+    tdir.mkdir()
+    (tdir / "dissimilarity.md").write_text(
+        "<!-- made by: fedbench table dissimilarity --format md -->\n"
+    )
+    found = [sel.dataset for spec, sel, *_ in _candidates(tdir, "results")]
+    names = [spec.name for spec, *_ in _candidates(tdir, "results")]
+    assert names.count("dissimilarity") == 1 and None in found
+    assert names.count("stragglers") > 1  # no file: each dataset at the paper's setting

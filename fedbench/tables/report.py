@@ -94,9 +94,13 @@ def _candidates(
             name, sel, ignored = parsed
             if sel.dataset is None or sel.dataset in TABLES[name].datasets:
                 add(TABLES[name], sel, cmd, path.name, ignored)
+    # a table's file covers its dataset (or all of them): no second entry at the paper's setting
+    covered = {(spec.name, sel.dataset) for spec, sel, *_ in out}
     for spec in TABLES.values():
         if spec.is_table and spec.seeds:  # tables of runs (not data-stats)
             for ds in spec.datasets:
+                if (spec.name, None) in covered or (spec.name, ds) in covered:
+                    continue
                 cmd = f"fedbench table {spec.name} --dataset {ds} --format md"
                 add(spec, Selection(dataset=ds, results=results), cmd, None, [])
     return out
