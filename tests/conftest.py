@@ -59,3 +59,36 @@ def tiny_config(**kw) -> RunConfig:
 def fmnist_available():
     if not (FMNIST_DIR / "train-images-idx3-ubyte.gz").exists():
         pytest.skip("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
+
+
+def quad_engine(
+    method, params=None, coeffs=None, counts=None, steps=3, lr=0.1, k=None, validate=False, **kw
+):
+    """An engine on the quadratic model: device i holds counts[i] (default 1) copies of
+    (a_i, b_i), F_i(w) = a_i w^2 + b_i w (a, b scalars or one per coordinate); all devices train
+    each round unless k says otherwise; exact gradients, float64 (tiny_config)."""
+    from fedbench.assembly import validate_config
+    from fedbench.engine import Engine
+
+    counts = counts or [1] * len(coeffs)
+    rows, idx, start = [], [], 0
+    for (a, b), n in zip(coeffs, counts):
+        a, b = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
+        rows += [[a, b]] * n
+        idx.append(torch.arange(start, start + n))
+        start += n
+    x = torch.tensor(rows, dtype=torch.float64)  # [n, 2, dim]
+    y = torch.zeros(len(rows), dtype=torch.long)
+    data = FederatedData(x, y, x, y, idx, 1, {"description": "quadratic"})
+    cfg = tiny_config(
+        model="quadratic",
+        method=method,
+        method_params=params or {},
+        num_clients=len(coeffs),
+        clients_per_round=k or len(coeffs),
+        local_steps=steps,
+        batch_size=1,
+        lr=lr,
+        **kw,
+    )
+    return Engine(validate_config(cfg) if validate else cfg, data=data)

@@ -1,10 +1,9 @@
 """Each method's round against a hand-computed case on a quadratic (exact gradients)."""
 
+import conftest
 import pytest
 import torch
-from conftest import quadratic_data, tiny_config
 
-from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.methods import method_params
 
@@ -12,19 +11,8 @@ from fedbench.methods import method_params
 COEFFS = [(1.0, -2.0), (0.5, 1.0)]
 
 
-def quad_engine(method, params=None, steps=3, lr=0.1, **kw):
-    cfg = tiny_config(
-        model="quadratic",
-        method=method,
-        method_params=params or {},
-        num_clients=2,
-        clients_per_round=2,
-        local_steps=steps,
-        batch_size=1,
-        lr=lr,
-        **kw,
-    )
-    return Engine(cfg, data=quadratic_data(COEFFS))
+def quad_engine(method, params=None, **kw):
+    return conftest.quad_engine(method, params, coeffs=COEFFS, **kw)
 
 
 def local_gd(w0, a, b, steps, lr, mu=0.0):

@@ -7,11 +7,11 @@ p_i = n_i / sum n and FedDyn's alpha_i = alpha n_bar / n_i are not uniform.
 
 import math
 
+import conftest
 import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench.data import FederatedData
 from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS, method_params
@@ -23,32 +23,8 @@ COUNTS = [1, 2, 3]
 P = [n / sum(COUNTS) for n in COUNTS]  # aggregation weights n_i / sum n
 
 
-def quad_data(coeffs, counts):
-    """Device i holds counts[i] copies of (a_i, b_i); a, b scalars or lists (one per coordinate)."""
-    rows, idx, start = [], [], 0
-    for (a, b), n in zip(coeffs, counts):
-        a, b = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
-        rows += [[a, b]] * n
-        idx.append(torch.arange(start, start + n))
-        start += n
-    x = torch.tensor(rows, dtype=torch.float64)  # [n, 2, dim]
-    y = torch.zeros(len(rows), dtype=torch.long)
-    return FederatedData(x, y, x, y, idx, 1, {"description": "quadratic"})
-
-
-def quad_engine(method, params=None, coeffs=COEFFS, counts=COUNTS, steps=3, lr=0.1, k=None, **kw):
-    cfg = tiny_config(
-        model="quadratic",
-        method=method,
-        method_params=params or {},
-        num_clients=len(coeffs),
-        clients_per_round=k or len(coeffs),
-        local_steps=steps,
-        batch_size=1,
-        lr=lr,
-        **kw,
-    )
-    return Engine(cfg, data=quad_data(coeffs, counts))
+def quad_engine(method, params=None, coeffs=COEFFS, counts=COUNTS, **kw):
+    return conftest.quad_engine(method, params, coeffs=coeffs, counts=counts, **kw)
 
 
 def local_run(w0, a, b, steps, lr, direction=lambda g, w: g, rho=0.0, wd=0.0):

@@ -3,9 +3,10 @@ on the quadratic model (exact gradients, float64), plus smoke runs and parameter
 
 import math
 
+import conftest
 import pytest
 import torch
-from conftest import quadratic_data, tiny_config, tiny_data
+from conftest import tiny_config, tiny_data
 
 from fedbench.assembly import validate_config
 from fedbench.data import FederatedData
@@ -21,19 +22,8 @@ TOL = 1e-10
 COEFFS = [(1.0, -2.0), (0.5, 1.0), (2.0, 3.0)]
 
 
-def quad_engine(method, params=None, n=2, steps=3, lr=0.1, coeffs=COEFFS, **kw):
-    cfg = tiny_config(
-        model="quadratic",
-        method=method,
-        method_params=params or {},
-        num_clients=n,
-        clients_per_round=n,
-        local_steps=steps,
-        batch_size=1,
-        lr=lr,
-        **kw,
-    )
-    return Engine(validate_config(cfg), data=quadratic_data(coeffs[:n]))
+def quad_engine(method, params=None, n=2, coeffs=COEFFS, **kw):
+    return conftest.quad_engine(method, params, coeffs=coeffs[:n], validate=True, **kw)
 
 
 def local_gd(w0, a, b, steps, lr, mu=0.0):
