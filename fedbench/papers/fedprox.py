@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from fedbench.presets import register_preset
+from fedbench.presets import PRESETS, register_preset
 from fedbench.tables.claims import (
     Claim,
     Verdict,
@@ -35,23 +35,13 @@ STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
 register_preset(
     "fedprox-synthetic",
     "FedProx (MLSys 2020) §5.1-5.2, Fig. 1, App. C: Synthetic(1,1), 50% stragglers, E=20",
+    # the default run is this setting without stragglers, over 50 rounds
     dict(
-        dataset="synthetic",
-        syn_alpha=1.0,
-        syn_beta=1.0,
-        partition="natural",
-        model="logreg",
-        init="zeros",
-        num_clients=30,
-        clients_per_round=10,
-        local_epochs=20,
-        batch_size=10,
-        lr=0.01,
+        PRESETS["default"][1],
         rounds=200,
         hetero="stragglers",
         stragglers=0.5,
         straggler_policy="drop-fedavg",
-        eval_train=True,
     ),
 )
 
