@@ -37,7 +37,8 @@ K_GRID = (5, 10, 25)  # Fig. 9
 XI_GRID = (1, 2, 3)  # Fig. 10, with P = 3 (CIFAR-10) and 30 (CIFAR-100)
 TAU_FRACTIONS = (0.8, 0.6, 0.4, 0.2)  # Table VI: tau_max in {0.8, 0.6, 0.4, 0.2} E
 FEDLGA_TAU_ROW = "FedLGA tau_max=0.8E"
-# Tables V-VI measure rounds and seconds to the target: their runs end there (and share ids)
+# Tables V-VI and Figs. 6-7 measure rounds and seconds to the target: their runs end there
+# (stopping after the target changes no round before it) and share ids across tables
 TO_TARGET = {"stop_at_target": True}
 _TO = "rounds to target"
 _BASELINES = [label for _, label in FEDLGA_METHODS[1:]]
@@ -305,14 +306,15 @@ def _best_acc(ds: str) -> list[Cell]:
 
 
 def _versus_methods(param: str, grid, overrides, paper) -> Callable[[str], list[Cell]]:
-    """Rounds to target of every method for each value of one parameter (Figs. 6 and 7)."""
+    """Rounds to target of every method for each value of one parameter (Figs. 6 and 7);
+    runs end at the target, so E = 5 and rho = 0.5 are Table VI's runs."""
 
     def build(ds: str) -> list[Cell]:
         out = []
         for m, label in FEDLGA_METHODS:
             for v in grid:
                 ref, col = paper(ds, label, v), f"{param}={v}"
-                over = dict(x=v, method=m, **overrides(v))
+                over = dict(x=v, method=m, **overrides(v), **TO_TARGET)
                 out.append(runs(ds, label, col, "rounds_to_target", f"fedlga-{ds}", ref, **over))
         return out
 
