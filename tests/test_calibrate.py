@@ -130,5 +130,10 @@ def test_calibrate_command_and_calibrated_table(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     text = (tmp_path / "t" / "quadcal_quadratic_calibrated.md").read_text()
     assert "calibrated: lr = " in text and "--calibrated" in text
+    r = invoke("table", "report", "--results", res, "--out", out)  # the report finds the file
+    assert r.exit_code == 0, r.output
+    report = (tmp_path / "t" / "REPORT.md").read_text()
+    assert "## quadcal (calibrated) (quadratic)" in report
+    assert "- calibrated: lr = " in report and "--calibrated`" in report
     r = invoke("table", "quadcal", "--calibrated", "--set", "lr=0.1", "--results", res)
     assert r.exit_code == 2 and "clashes with --calibrated" in r.output

@@ -207,7 +207,9 @@ def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
     )
     assert "(file `stragglers_synthetic-1-1.md`)" in text
     assert "- not reproduced: FedProx mu>0 ends with a lower training loss" in text
-    assert text.count("## ") == 1  # no other table has runs here
+    assert text.count("\n## ") == 2  # no other table has runs here: the rest are listed
+    assert "\n## Tables with no runs here\n" in text
+    assert "- tau (fmnist), FedLGA (TCYB 2023) Table VI: `fedbench sweep --table tau" in text
     name, sel, ignored = parse_table_command(
         "fedbench table tau --dataset fmnist --seeds 0,1 --set lr=1e-5 --calibrated --format md",
         "results",

@@ -28,6 +28,7 @@ class Entry:
     table_command: str
     file: str | None
     ignored: list[str]
+    fit_line: str | None = None  # --calibrated: what was fitted, to which cell
 
     @property
     def name(self) -> str:
@@ -35,7 +36,8 @@ class Entry:
 
 
 def parse_table_command(command: str, results: str) -> tuple[str, Selection, list[str]] | None:
-    """(table name, selection, options not understood) of a 'fedbench table NAME ...' line."""
+    """(table name, selection, options not understood) of a 'fedbench table NAME ...' line;
+    --calibrated stays in the options (the caller applies the fit)."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -58,8 +60,10 @@ def parse_table_command(command: str, results: str) -> tuple[str, Selection, lis
         elif flag == "--set":
             k, _, v = value.partition("=")
             sets[k.strip()] = v
-        elif flag not in IGNORED and flag != "--spread":
+        elif flag not in IGNORED and flag not in ("--spread", "--calibrated"):
             ignored.append(w)
+    if "--calibrated" in words:
+        ignored.append("--calibrated")
     sel.sets = sets
     return words[2], sel, ignored
 
@@ -95,7 +99,10 @@ def _candidates(
             if sel.dataset is None or sel.dataset in TABLES[name].datasets:
                 add(TABLES[name], sel, cmd, path.name, ignored)
     # a table's file covers its dataset (or all of them): no second entry at the paper's setting
-    covered = {(spec.name, sel.dataset) for spec, sel, *_ in out}
+    # (a --calibrated file does not: the table at the paper's own values is another table)
+    covered = {
+        (spec.name, sel.dataset) for spec, sel, _, _, ign in out if "--calibrated" not in ign
+    }
     for spec in TABLES.values():
         if spec.is_table and spec.seeds:  # tables of runs (not data-stats)
             for ds in spec.datasets:
@@ -150,13 +157,57 @@ def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail")
     index = RunIndex(results, on_error=on_error)  # read once for every table
     entries = []
     for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
+        fit_line = None
+        if "--calibrated" in ignored:
+            from fedbench.calibrate import calibrated_selection
+
+            ignored = [w for w in ignored if w != "--calibrated"]
+            try:
+                sel, fit_line = calibrated_selection(spec, sel)
+            except FedbenchError:  # no fit in this results folder: the file's runs are not here
+                continue
         result = evaluate_table(spec, results, sel, on_error=on_error, index=index)
         if any(c.n > 0 for c in result.cells if c.cell.kind == "runs"):
-            entries.append(Entry(result, cmd, file, ignored))
+            entries.append(Entry(result, cmd, file, ignored, fit_line))
     return entries
 
 
-def render_report(entries: list[Entry], command: str, date: str | None = None) -> str:
+def not_here(entries: list[Entry], tables_dir: Path | str) -> list[str]:
+    """Lines for every table and dataset with no finished run in the results folder: the command
+    that fills it, and the file in the tables folder that was made elsewhere, if any."""
+    have = {(e.name, ds) for e in entries for ds in _datasets(e)}
+    files: dict[tuple[str, str | None], str] = {}
+    folder = Path(tables_dir)
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        cmd = _made_by(path)
+        parsed = parse_table_command(cmd, "results") if cmd else None
+        if parsed:
+            files.setdefault((parsed[0], parsed[1].dataset), path.name)
+    out = []
+    for spec in TABLES.values():
+        if not (spec.is_table and spec.seeds):
+            continue
+        for ds in spec.datasets:
+            if (spec.name, ds) in have:
+                continue
+            cmd = f"fedbench sweep --table {spec.name} --dataset {ds}"
+            line = f"- {spec.name} ({ds}), {spec.source}: `{cmd}`"
+            file = files.get((spec.name, ds)) or files.get((spec.name, None))
+            if file:
+                line += f"; `{file}` in this folder was made from runs that are not here"
+            out.append(line)
+    return out
+
+
+def _datasets(e: Entry) -> list[str]:
+    return (
+        [e.result.selection.dataset] if e.result.selection.dataset else list(e.result.spec.datasets)
+    )
+
+
+def render_report(
+    entries: list[Entry], command: str, date: str | None = None, missing: list[str] = ()
+) -> str:
     lines = [f"<!-- {h} -->" for h in header_lines(command, date=date)]
     lines += [
         "# Paper tables: verdicts and scale",
@@ -170,12 +221,23 @@ def render_report(entries: list[Entry], command: str, date: str | None = None) -
     for e in entries:
         full, scale = table_scale(e.result)
         ds = e.result.selection.dataset or ", ".join(e.result.spec.datasets)
+        name = e.name + (" (calibrated)" if e.fit_line else "")
         lines.append(
-            f"| {e.name} | {ds} | {e.result.spec.source} | "
+            f"| {name} | {ds} | {e.result.spec.source} | "
             f"{claims_summary(e.result).removeprefix('claims: ')} | {'full' if full else 'cut'} |"
         )
     for e in entries:
         lines += _section(e)
+    if missing:
+        lines += [
+            "",
+            "## Tables with no runs here",
+            "",
+            "No finished run in the results folder (data not on this machine, or not run yet); "
+            "each line is the command that fills it.",
+            "",
+            *missing,
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -186,10 +248,14 @@ def _section(e: Entry) -> list[str]:
         f" --dataset {sel.dataset}" if sel.dataset else ""
     )
     opts = Selection(seeds=sel.seeds, preset=sel.preset, sets=sel.sets).options()
+    if e.fit_line:  # the fit's values are in sel.sets; the sweep takes them from the fit
+        opts = " ".join(filter(None, [Selection(seeds=sel.seeds).options(), "--calibrated"]))
+    calibrated = " (calibrated)" if e.fit_line else ""
     out = [
         "",
-        f"## {e.name} ({ds}): {r.spec.source}, {r.spec.title}",
+        f"## {e.name}{calibrated} ({ds}): {r.spec.source}, {r.spec.title}",
         "",
+        *([f"- {e.fit_line}"] if e.fit_line else []),
         f"- scale: {table_scale(r)[1]}",
         f"- runs made by: `{sweep}{' ' + opts if opts else ''}`",
         f"- table made by: `{e.table_command}`" + (f" (file `{e.file}`)" if e.file else ""),
@@ -215,5 +281,5 @@ def write_report(
     cmd += f" --out {tables_dir}" if str(tables_dir) != "tables" else ""
     path = Path(tables_dir) / "REPORT.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(entries, cmd, date))
+    path.write_text(render_report(entries, cmd, date, not_here(entries, tables_dir)))
     return path, entries
