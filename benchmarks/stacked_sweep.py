@@ -4,7 +4,9 @@ runs' rounds train as rows of one engine pass) against one run after another.
 Both are whole sweeps through fedbench's inline executor (engine setup, evaluation, records on
 disk included) into fresh temporary results folders, in this process, run back to back and
 alternately (A B, then B A, ...) so that the machine's drift hits both alike; the ratio is
-wall(one after another) / wall(stacked) of each pair, reported as median and range. Every run's
+wall(one after another) / wall(stacked) of each pair, reported as median and range, and the same
+for the process's CPU seconds (a stack's runs evaluate in parallel threads, which can use a
+second core that one run after another leaves idle: the CPU ratio is the work saved). Every run's
 rounds.parquet (all columns but the timings) must be identical between the two.
 
     python benchmarks/stacked_sweep.py                        # 9 seeds, 20 rounds, 2 pairs
@@ -44,12 +46,14 @@ def load() -> str:
         return "load: " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def sweep_seconds(cfgs, results: Path, stack: bool, fast: bool) -> float:
-    """Wall seconds of one sweep of cfgs into results (stacked or one run after another)."""
+def sweep_seconds(cfgs, results: Path, stack: bool, fast: bool) -> tuple[float, float]:
+    """Wall and CPU seconds of one sweep of cfgs into results (stacked or one run after
+    another). CPU seconds (this process, all threads) too: a stack's members evaluate in
+    parallel threads, which may use a second core that one run after another leaves idle."""
     fastpath.ENABLED = fast  # read by each Engine at its start
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     report = run_sweep(plan_sweep(cfgs, results), results, InlineExecutor(1, stack), quiet=True)
-    seconds = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0, time.process_time() - c0
     bad = [o for o in report.outcomes if o.status != "complete"]
     if bad:
         raise SystemExit(f"{bad[0].run_id}: {bad[0].status} {bad[0].error}")
@@ -73,8 +77,8 @@ def same_numbers(cfgs, a: Path, b: Path) -> bool:
 
 def pairs(cfgs, tmp: Path, name: str, a: tuple, b: tuple, repeats: int, check: bool):
     """repeats pairs of sweeps (a = (stack, fast), b likewise), alternating which goes first;
-    returns the ratios wall(b) / wall(a)."""
-    ratios = []
+    returns the ratios wall(b) / wall(a) and cpu(b) / cpu(a)."""
+    ratios, cpu_ratios = [], []
     for i in range(repeats):
         folders = {}
         times = {}
@@ -82,22 +86,26 @@ def pairs(cfgs, tmp: Path, name: str, a: tuple, b: tuple, repeats: int, check: b
             label, (stack, fast) = side
             folders[label] = tmp / f"{name}-{i}-{label}"
             times[label] = sweep_seconds(cfgs, folders[label], stack, fast)
-        ratios.append(times["b"] / times["a"])
+        (wall_a, cpu_a), (wall_b, cpu_b) = times["a"], times["b"]
+        ratios.append(wall_b / wall_a)
+        cpu_ratios.append(cpu_b / cpu_a)
         same = same_numbers(cfgs, folders["a"], folders["b"]) if check else None
         print(
-            f"  pair {i + 1}: a {times['a']:.1f} s, b {times['b']:.1f} s, "
-            f"b/a {ratios[-1]:.2f}x" + ("" if same is None else f", identical: {same}")
+            f"  pair {i + 1}: a {wall_a:.1f} s (cpu {cpu_a:.1f}), b {wall_b:.1f} s "
+            f"(cpu {cpu_b:.1f}), b/a wall {ratios[-1]:.2f}x, cpu {cpu_ratios[-1]:.2f}x"
+            + ("" if same is None else f", identical: {same}")
         )
         if same is False:
             raise SystemExit("stacked and one-after-another results differ")
-    return ratios
+    return ratios, cpu_ratios
 
 
-def show(title: str, ratios: list[float]) -> None:
-    print(
-        f"{title}: median {statistics.median(ratios):.2f}x "
-        f"(range {min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} pairs)"
-    )
+def show(title: str, ratios: tuple[list[float], list[float]]) -> None:
+    for kind, r in zip(("wall", "cpu"), ratios):
+        print(
+            f"{title} ({kind}): median {statistics.median(r):.2f}x "
+            f"(range {min(r):.2f}-{max(r):.2f}, {len(r)} pairs)"
+        )
 
 
 def main() -> None:
@@ -123,7 +131,7 @@ def main() -> None:
             print("context: a = torch loop stacked, b = fast path one after another")
             ctx_ratios = pairs(cfgs, tmp, "ctx", (True, False), (False, True), args.repeats, False)
     print(f"after: {load()}")
-    print("throughput, stacked vs one run after another (wall b / wall a):")
+    print("throughput, stacked vs one run after another (b / a):")
     show("  torch loop", torch_ratios)
     if not args.no_fast:
         show("  fast path", fast_ratios)

@@ -26,8 +26,8 @@ import time
 import torch
 
 from fedbench import fastpath, threads
-from fedbench import stack as stacking
 from fedbench import plan as planning
+from fedbench import stack as stacking
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize

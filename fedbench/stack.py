@@ -107,7 +107,7 @@ class Stack:
         self.size = size  # members at the start (recorded in each run's run.json)
         self._cond = threading.Condition()
         self._active = 0
-        self._arrived: list[_Request | None] = []  # this barrier's check-ins (None: idle)
+        self._arrived: dict[Member, _Request | None] = {}  # this barrier's check-ins
         self._closed: list[list[_Request]] = []  # full barriers waiting for a member to train
         self._data: dict[tuple, tuple] = {}  # merged training data by its members' arrays
         self._arrays: list[tuple[torch.Tensor, torch.Tensor]] = []  # distinct (x, y) seen
@@ -122,22 +122,28 @@ class Stack:
             yield m
         finally:
             _CURRENT.reset(token)
-            self._leave()
+            self._leave(m)
 
     def join(self) -> None:
         """Count one more member: called once per member, before any thread runs."""
         with self._cond:
             self._active += 1
 
-    def _leave(self) -> None:
+    def _leave(self, member: Member) -> None:
         with self._cond:
             self._active -= 1
+            self._arrived.pop(member, None)  # an idle check-in: nothing to train
             self._close_if_full()
 
     # ---------------------------------------------------------------- the barrier
-    def _check_in(self, req: _Request | None):
+    def _check_in(self, member: Member, req: _Request | None):
+        """Check in at the barrier (req None: idle this round) and return req's result. A
+        member checks in once per barrier: an idle one that comes back before the barrier
+        closed waits for it, so the runs stay in step round by round."""
         with self._cond:
-            self._arrived.append(req)
+            while member in self._arrived:
+                self._cond.wait()
+            self._arrived[member] = req
             self._close_if_full()
             if req is None:
                 return None
@@ -160,8 +166,8 @@ class Stack:
         """Under the lock: once every active member has checked in, the barrier's requests
         are ready to train (by whichever waiting member takes them)."""
         if self._arrived and len(self._arrived) >= self._active:
-            reqs = [r for r in self._arrived if r is not None]
-            self._arrived = []
+            reqs = [r for r in self._arrived.values() if r is not None]
+            self._arrived = {}
             if reqs:
                 self._closed.append(reqs)
             self._cond.notify_all()
@@ -263,7 +269,9 @@ class Stack:
         x, y = data.train_x, data.train_y
         with self._cond:
             for i, (xa, ya) in enumerate(self._arrays):
-                same = xa is x or (xa.shape == x.shape and xa.dtype == x.dtype and torch.equal(xa, x))
+                same = xa is x or (
+                    xa.shape == x.shape and xa.dtype == x.dtype and torch.equal(xa, x)
+                )
                 if same and (ya is y or (ya.shape == y.shape and torch.equal(ya, y))):
                     return i
             self._arrays.append((x, y))
@@ -316,7 +324,7 @@ class Member:
 
     def idle(self) -> None:
         """This round trains without the stack (nobody trains, or a sequential method)."""
-        self.stack._check_in(None)
+        self.stack._check_in(self, None)
 
     def train_local(self, engine, ctx, plan, local: dict):
         """engine.train_local(ctx, plan, engine.w, local), with the stack-mates' rows where
@@ -325,4 +333,4 @@ class Member:
         if key is None:
             self.idle()
             return engine.train_local(ctx, plan, engine.w, local)
-        return self.stack._check_in(_Request(engine, ctx, plan, local, key + (ctx.lr,)))
+        return self.stack._check_in(self, _Request(engine, ctx, plan, local, key + (ctx.lr,)))

@@ -195,3 +195,49 @@ def test_sweep_cli_stack_and_no_stack(tmp_path):
             assert meta(res, cfg)["stack_size"] == size
     r = CliRunner().invoke(cli, [*args, "--stack", "--jobs", "2"], obj={})
     assert r.exit_code == 2 and "--stack" in r.output
+
+
+def test_barrier_keeps_members_in_step_and_lets_leavers_go(monkeypatch):
+    """Idle check-ins and leaving members: every merged call holds one round of each member
+    that trains in it, and nobody waits for a member that has left."""
+    import torch
+
+    calls = []
+
+    def fake_merged(self, reqs):
+        calls.append(sorted(r.ctx for r in reqs))
+        return [r.ctx for r in reqs]
+
+    monkeypatch.setattr(stack.Stack, "_merged", fake_merged)
+    s = stack.Stack(3)
+    plan = type("P", (), {"batch_idx": torch.zeros(1), "batch_weight": torch.zeros(1)})()
+    got = {}
+
+    def member(name, rounds, idle_rounds=()):
+        with s.member() as m:
+            for r in range(1, rounds + 1):
+                if r in idle_rounds:
+                    m.idle()
+                    continue
+                req = stack._Request(None, (r, name), plan, {}, ("k",))
+                got[(name, r)] = s._check_in(m, req)
+
+    for _ in range(3):
+        s.join()
+    threads = [
+        threading.Thread(target=member, args=("a", 4, (1, 2))),
+        threading.Thread(target=member, args=("b", 4)),
+        threading.Thread(target=member, args=("c", 2)),  # leaves after round 2
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert not any(t.is_alive() for t in threads)
+    assert calls == [
+        [(1, "b"), (1, "c")],
+        [(2, "b"), (2, "c")],
+        [(3, "a"), (3, "b")],
+        [(4, "a"), (4, "b")],
+    ]
+    assert got[("a", 3)] == (3, "a") and got[("c", 2)] == (2, "c")
