@@ -11,6 +11,7 @@ rounds.parquet (all columns but the timings) must be identical between the two.
 
     python benchmarks/stacked_sweep.py                        # 9 seeds, 20 rounds, 2 pairs
     python benchmarks/stacked_sweep.py --seeds 9 --rounds 5 --repeats 3
+    python benchmarks/stacked_sweep.py --rounds 5 --compare torch     # one comparison
 
 Reported through the torch loop (Engine.fastpath off: what a GPU, or a model or method without
 a compiled round, runs) and through the compiled fast path (the CPU default for logreg), and for
@@ -100,6 +101,21 @@ def pairs(cfgs, tmp: Path, name: str, a: tuple, b: tuple, repeats: int, check: b
     return ratios, cpu_ratios
 
 
+def step_bound(cfgs) -> float:
+    """What stacking can give at most through the torch loop, if a step cost the same for any
+    number of rows: the runs' steps one after another / the stack's steps, where a stacked
+    round runs as many steps as its longest device over all runs (rounds stay in step)."""
+    from fedbench.engine import Engine
+
+    engines = [Engine(cfg) for cfg in cfgs]
+    alone = stacked = 0
+    for r in range(1, cfgs[0].rounds + 1):
+        plans = [e.plan_round(r) for e in engines]
+        steps = [int(p.steps.max()) if p.k else 0 for p in plans]
+        alone, stacked = alone + sum(steps), stacked + max(steps)
+    return alone / max(stacked, 1)
+
+
 def show(title: str, ratios: tuple[list[float], list[float]]) -> None:
     for kind, r in zip(("wall", "cpu"), ratios):
         print(
@@ -113,29 +129,42 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=9, help="runs in the sweep (seeds 0..N-1)")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=2, help="pairs per comparison")
-    ap.add_argument("--no-fast", action="store_true", help="skip the fast-path comparisons")
+    ap.add_argument(
+        "--compare",
+        default="torch,fast,context",
+        help="which comparisons, comma-separated: torch (torch loop stacked vs one after "
+        "another), fast (fast path likewise), context (torch loop stacked vs fast path one "
+        "after another)",
+    )
     args = ap.parse_args()
+    which = args.compare.split(",")
     configure_threads(1)
     base = dataclasses.replace(get_preset("default"), rounds=args.rounds, device="cpu")
     cfgs = [dataclasses.replace(base, seed=s) for s in range(args.seeds)]
     print(f"default run, {args.seeds} seeds x {args.rounds} rounds, 1 thread; {load()}")
+    print(f"step-count bound of stacking (torch loop): {step_bound(cfgs):.2f}x")
+    sides = {  # (a, b) as (stack, fast path)
+        "torch": ("torch loop: a = stacked, b = one after another", (True, False), (False, False)),
+        "fast": ("fast path: a = stacked, b = one after another", (True, True), (False, True)),
+        "context": (
+            "context: a = torch loop stacked, b = fast path one after another",
+            (True, False),
+            (False, True),
+        ),
+    }
+    ratios = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         fastpath.ENABLED = True
         sweep_seconds(cfgs[:1], tmp / "warm", False, True)  # numba's compile or cache load
-        print("torch loop: a = stacked, b = one after another")
-        torch_ratios = pairs(cfgs, tmp, "torch", (True, False), (False, False), args.repeats, True)
-        if not args.no_fast:
-            print("fast path: a = stacked, b = one after another")
-            fast_ratios = pairs(cfgs, tmp, "fast", (True, True), (False, True), args.repeats, True)
-            print("context: a = torch loop stacked, b = fast path one after another")
-            ctx_ratios = pairs(cfgs, tmp, "ctx", (True, False), (False, True), args.repeats, False)
+        for name in which:
+            title, a, b = sides[name]
+            print(title)
+            ratios[name] = pairs(cfgs, tmp, name, a, b, args.repeats, name != "context")
     print(f"after: {load()}")
-    print("throughput, stacked vs one run after another (b / a):")
-    show("  torch loop", torch_ratios)
-    if not args.no_fast:
-        show("  fast path", fast_ratios)
-        show("  torch loop stacked vs fast path one after another", ctx_ratios)
+    print("throughput b / a (above 1: a is faster):")
+    for name in which:
+        show(f"  {sides[name][0].split(':')[0]}", ratios[name])
     print("issue 11's target: >= 4x on the default run (measured there through the torch loop)")
 
 
