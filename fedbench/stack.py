@@ -187,16 +187,19 @@ class Stack:
                     r.result, r.done = res, True
 
     def _by_memory(self, group: list[_Request]) -> list[list[_Request]]:
-        """Cut a group into calls whose plan tensors fit MERGE_BYTES."""
-        parts: list[list[_Request]] = [[]]
-        total = 0
+        """Cut a group into calls whose merged [rows, S, B] plan tensors (padded to the longest
+        S) fit MERGE_BYTES; a request too big alone is a call of its own."""
+        parts: list[list[_Request]] = []
+        rows = s_max = 0
         for r in group:
-            b = r.plan.batch_idx.nbytes + r.plan.batch_weight.nbytes
-            if parts[-1] and total + b > MERGE_BYTES:
+            idx, wt = r.plan.batch_idx, r.plan.batch_weight
+            per_cell = idx[:1, :1].nbytes + wt[:1, :1].nbytes  # B indices and B weights
+            k, s = r.plan.k, idx.shape[1]
+            if not parts or (rows + k) * max(s_max, s) * per_cell > MERGE_BYTES:
                 parts.append([])
-                total = 0
+                rows = s_max = 0
             parts[-1].append(r)
-            total += b
+            rows, s_max = rows + k, max(s_max, s)
         return parts
 
     # ---------------------------------------------------------------- one merged call

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -197,10 +198,28 @@ def test_sweep_cli_stack_and_no_stack(tmp_path):
     assert r.exit_code == 2 and "--stack" in r.output
 
 
+def fake_plan(k, s, b=10):
+    import torch
+
+    return SimpleNamespace(
+        k=k, batch_idx=torch.zeros(k, s, b, dtype=torch.long), batch_weight=torch.zeros(k, s, b)
+    )
+
+
+def test_merged_calls_are_cut_by_memory(monkeypatch):
+    """Padded to the longest S: 10 rows x 100 steps x 10 x (8 + 4) bytes = 120 kB a plan."""
+    monkeypatch.setattr(stack, "MERGE_BYTES", 250_000)
+    reqs = [
+        stack._Request(None, i, fake_plan(10, s), {}, ("k",))
+        for i, s in enumerate([100, 50, 100, 300])
+    ]
+    parts = stack.Stack(4)._by_memory(reqs)
+    assert [[r.ctx for r in p] for p in parts] == [[0, 1], [2], [3]]
+
+
 def test_barrier_keeps_members_in_step_and_lets_leavers_go(monkeypatch):
     """Idle check-ins and leaving members: every merged call holds one round of each member
     that trains in it, and nobody waits for a member that has left."""
-    import torch
 
     calls = []
 
@@ -210,7 +229,7 @@ def test_barrier_keeps_members_in_step_and_lets_leavers_go(monkeypatch):
 
     monkeypatch.setattr(stack.Stack, "_merged", fake_merged)
     s = stack.Stack(3)
-    plan = type("P", (), {"batch_idx": torch.zeros(1), "batch_weight": torch.zeros(1)})()
+    plan = fake_plan(1, 1)
     got = {}
 
     def member(name, rounds, idle_rounds=()):
