@@ -172,6 +172,14 @@ def test_stack_key_groups_seeds_not_learning_rates_or_models(monkeypatch):
     assert stack_key(a) != stack_key(small(0, lr="0.02"))
     assert stack_key(a) != stack_key(small(0, model="mlp"))
     assert stack_key(small(0, method="sfl")) is None  # sequential: trains alone
+    # a method whose step form depends on its parameters keeps them in the key
+    assert stack_key(small(0, method="fedprox", mu="0")) != stack_key(
+        small(1, method="fedprox", mu="0.1")
+    )
+    # SCAFFOLD's eta_g acts on the server side: the step is g + drift either way
+    assert stack_key(small(0, method="scaffold")) == stack_key(
+        small(1, method="scaffold", eta_g="0.5")
+    )
     lr2 = small(2, lr="0.02")
     groups = stack_groups([a, lr2, b], stack=True)
     assert [[c.seed for c in g] for g in groups] == [[0, 1], [2]]
@@ -260,3 +268,15 @@ def test_barrier_keeps_members_in_step_and_lets_leavers_go(monkeypatch):
         [(4, "a"), (4, "b")],
     ]
     assert got[("a", 3)] == (3, "a") and got[("c", 2)] == (2, "c")
+
+
+def test_scaffold_drift_rows_merge_exactly(tmp_path, monkeypatch, merged_calls):
+    monkeypatch.setattr(fastpath, "ENABLED", False)
+    cfgs = [small(s, method="scaffold", rounds="2") for s in range(2)]
+    outs = stacked_sweep(cfgs, tmp_path / "stacked")
+    assert {o.status for o in outs.values()} == {"complete"} and max(merged_calls) == 2
+    for cfg in cfgs:
+        train(cfg, tmp_path / "alone")
+        pd.testing.assert_frame_equal(
+            numbers(tmp_path / "stacked", cfg), numbers(tmp_path / "alone", cfg), check_exact=True
+        )

@@ -102,41 +102,45 @@ STACK_FREE_FIELDS = (
 DISPATCH_BOUND_MODELS = ("logreg", "quadratic")
 
 
-def _stack_method(cfg: RunConfig):
-    """The config's method when stacked rounds could merge (plain SGD or drift, parallel)."""
+def _local_step_form(cfg: RunConfig) -> str | None:
+    """ "plain" (SGD on the gradient), "drift" (g + a fixed per-device term, SCAFFOLD), "other"
+    (FedProx and the like: plain only at some parameters or states, which merge_key sees
+    round by round), or None for a sequential method (SFL: never stacked)."""
     from fedbench.methods import build_method
+    from fedbench.methods.base import Method
 
-    m = build_method(cfg.method, cfg.method_params)
-    ok = not m.sequential and (m.plain_local_sgd or m.local_drift is not None)
-    return m if ok else None
+    m = build_method(cfg.method, cfg.method_params)  # before setup: read class attributes only
+    if m.sequential:
+        return None
+    if m.local_drift is not None:
+        return "drift"
+    return "plain" if type(m).local_step is Method.local_step else "other"
 
 
 def stack_key(cfg: RunConfig) -> tuple | None:
     """Runs with equal keys may train as one stack; None: this run trains alone."""
     import json
 
-    if cfg.augment or cfg.resize or _stack_method(cfg) is None:
+    form = _local_step_form(cfg)
+    if cfg.augment or cfg.resize or form is None:
         return None
-    d = {k: v for k, v in cfg.to_dict().items() if k not in STACK_FREE_FIELDS}
-    d.pop("method_params")
+    drop = STACK_FREE_FIELDS + (("method_params",) if form in ("plain", "drift") else ())
+    d = {k: v for k, v in cfg.to_dict().items() if k not in drop}
     return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in d.items()))
 
 
 def stack_pays(cfg: RunConfig) -> bool:
     """Whether stacking is worth it by default (measured: benchmarks/stacked_sweep.py): small
-    models whose rounds go through the torch loop (a GPU, or FEDBENCH_FASTPATH=0). On CPU the
-    compiled fast path already runs their rounds without dispatch (stacking: ~1x), and bigger
-    models' rounds are bound by their GEMMs (~1x)."""
+    models whose rounds go through the torch loop (a GPU, or FEDBENCH_FASTPATH=0) with a local
+    step that always merges. On CPU the compiled fast path already runs such rounds without
+    dispatch (stacking: ~1x), and bigger models' rounds are bound by their GEMMs (~1x)."""
     from fedbench import fastpath
     from fedbench.devices import resolve_device
 
-    if cfg.model not in DISPATCH_BOUND_MODELS:
+    if cfg.model not in DISPATCH_BOUND_MODELS or _local_step_form(cfg) not in ("plain", "drift"):
         return False
-    method = _stack_method(cfg)
-    if method is None:
-        return False
-    on_cpu = resolve_device(cfg.device).type == "cpu"
-    return not (fastpath.ENABLED and on_cpu and fastpath.local_step_terms(method) is not None)
+    # the fast path takes every plain or drift round of these models on CPU
+    return not (fastpath.ENABLED and resolve_device(cfg.device).type == "cpu")
 
 
 def stack_groups(
