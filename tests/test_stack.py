@@ -202,6 +202,9 @@ def test_sweep_cli_stack_and_no_stack(tmp_path):
         for s in (0, 1):
             cfg = dataclasses.replace(small(s), rounds=1)
             assert meta(res, cfg)["stack_size"] == size
+        summary = CliRunner().invoke(cli, ["table", "summary", "--results", str(res)], obj={})
+        assert summary.exit_code == 0
+        assert ("trained in stacks" in summary.output) == (size > 1)
     r = CliRunner().invoke(cli, [*args, "--stack", "--jobs", "2"], obj={})
     assert r.exit_code == 2 and "--stack" in r.output
 
