@@ -27,6 +27,7 @@ import torch
 
 from fedbench import fastpath, threads
 from fedbench import plan as planning
+from fedbench import stack as stacking
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
@@ -49,6 +50,7 @@ class Engine:
         self.method = build_method(cfg.method, cfg.method_params)
         self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fedbench.fastpath)
         fastpath.warm_up(self)
+        self.stack = stacking.current()  # set in a stacked sweep's threads (fedbench.stack)
         self.sizes = self.data.sizes  # CPU [N]
         self.w = self.model.init(generator(cfg.seed, "init"), self.dtype).to(self.device)
         # global buffers [Db] (BatchNorm running statistics); empty for most models
@@ -225,12 +227,16 @@ class Engine:
         t0 = time.perf_counter()
         plan = self.plan_round(r)
         ctx = self.context(r, plan, self.lr_at(r))
+        if self.stack is not None and (plan.k == 0 or self.method.sequential):
+            self.stack.idle()  # its stack-mates train without it this round
         if plan.k == 0:  # everyone dropped: the global model stays
             res, extra = None, {}
         else:
             local = self.method.client_start(ctx)
             if self.method.sequential:
                 res = self._train_sequential(ctx, plan, local)
+            elif self.stack is not None:  # as rows of one call with its stack-mates' rounds
+                res = self.stack.train_local(self, ctx, plan, local)
             else:
                 res = self.train_local(ctx, plan, self.w, local)
             new_w, extra = self.method.aggregate(ctx, res)

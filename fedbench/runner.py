@@ -289,6 +289,8 @@ def _rounds(
         data=eng.data.info,
         model_params=eng.model.dim,
         threads=torch.get_num_threads(),  # torch CPU threads (fedbench.threads' choice)
+        # runs trained as one stack (fedbench.stack); above 1, seconds include stack-mates'
+        stack_size=getattr(getattr(eng, "stack", None), "size", 1),
     )
     atomic_write_json(run_dir / "run.json", meta)
     atomic_write_parquet(

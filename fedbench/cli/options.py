@@ -50,6 +50,14 @@ jobs = _shared(
     show_default=True,
     help="Runs at once on this machine (each gets cores/jobs threads, its own GPU).",
 )
+stack = _shared(
+    "--stack/--no-stack",
+    "stack",
+    default=None,
+    help="Train runs that differ only in seeds, heterogeneity draws, length or evaluation as "
+    "one stacked engine pass, each still its own run (default: where it pays: small models "
+    "through the torch loop, e.g. on a GPU; results are the same either way).",
+)
 preset = _shared("--preset", help="Named paper setting (see `fedbench presets`).")
 config_file = _shared(
     "--config", "config_file", type=click.Path(), help="TOML file of config fields."

@@ -41,6 +41,7 @@ class SweepArgs:
     address: str | None
     gpus_per_run: float
     cpus_per_run: float
+    stack: bool | None
     dry_run: bool
     quiet: bool
     on_error: str
@@ -48,7 +49,7 @@ class SweepArgs:
     calibrated: bool
 
 
-# --jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run.
+# --jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run, --stack.
 executor_options = opt.together(
     opt.jobs(),
     opt.threads(help="torch threads per run (default: 1 for small models, else cores / jobs)."),
@@ -74,6 +75,7 @@ executor_options = opt.together(
         show_default=True,
         help="Ray num_cpus.",
     ),
+    opt.stack(),
 )
 
 
@@ -120,7 +122,7 @@ def sweep(**options):
 
     a = SweepArgs(**options)
     executor = make_executor(
-        a.executor, a.jobs, a.threads, a.address, a.gpus_per_run, a.cpus_per_run
+        a.executor, a.jobs, a.threads, a.address, a.gpus_per_run, a.cpus_per_run, a.stack
     )
     check_folder(a.results, "--results", claims=True)
     configs, unavailable, label = sweep_configs(a)

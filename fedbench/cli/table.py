@@ -193,6 +193,7 @@ def _table_summary(results, fmt, out, on_error, strict=False):
     warn("skipped:", index.problems)
     if df.empty:
         raise FedbenchError(f"no readable runs in {results}; run fedbench train first")
+    stacked = int((df["stack_size"] > 1).sum())
     df = df[SUMMARY_COLUMNS].sort_values(["dataset", "method", "method_params", "seed"])
     if fmt == "rich":
         console().print(rich_table(df, title=f"runs in {results}"))
@@ -201,6 +202,11 @@ def _table_summary(results, fmt, out, on_error, strict=False):
         path = write_table(df, "summary", fmt, Path(out), header_lines(cmd + f" --format {fmt}"))
         click.echo(f"wrote {path}")
     echo_lines(index.notes)
+    if stacked:
+        click.echo(
+            f"note: {stacked} run(s) trained in stacks (run.json stack_size > 1): their "
+            "seconds include waiting for their stack-mates, not one run's time"
+        )
 
 
 COMMANDS = [table]

@@ -73,6 +73,138 @@ def execute_run(
     return dataclasses.asdict(out)
 
 
+# ---------------------------------------------------------------- stacked runs (fedbench.stack)
+
+# Config fields that never change what a round's local step computes row by row (which runs
+# a stack can merge is decided again at every round by fedbench.stack.merge_key, exactly; this
+# key only picks who shares a stack): the seeds, the heterogeneity draws' parameters, how long
+# a run lasts and what it evaluates, the preset's name. Everything else (data set and
+# partition, model, K, E, B, lr and its decay, momentum, clipping, dtype, device, server
+# step) must be equal. Method parameters are dropped only for methods whose local step is
+# plain SGD or SCAFFOLD-style drift (the only ones merge_key merges): their parameters act
+# on the server side or on the drift's value, never on the step's form.
+STACK_FREE_FIELDS = (
+    "seed",
+    "data_seed",
+    "rho",
+    "tau_max",
+    "stragglers",
+    "straggler_epochs",
+    "rounds",
+    "stop_at_target",
+    "target_acc",
+    "eval_every",
+    "eval_train",
+    "preset",
+)
+# dispatch-bound models: a step of K rows costs what a step of R*K rows costs (through the torch
+# loop); the FMNIST MLP's rounds are GEMM-bound and gain nothing (~1x, issue 11)
+DISPATCH_BOUND_MODELS = ("logreg", "quadratic")
+
+
+def _local_step_form(cfg: RunConfig) -> str | None:
+    """ "plain" (SGD on the gradient), "drift" (g + a fixed per-device term, SCAFFOLD), "other"
+    (FedProx and the like: plain only at some parameters or states, which merge_key sees
+    round by round), or None for a sequential method (SFL: never stacked)."""
+    from fedbench.methods import build_method
+    from fedbench.methods.base import Method
+
+    m = build_method(cfg.method, cfg.method_params)  # before setup: read class attributes only
+    if m.sequential:
+        return None
+    if m.local_drift is not None:
+        return "drift"
+    return "plain" if type(m).local_step is Method.local_step else "other"
+
+
+def stack_key(cfg: RunConfig) -> tuple | None:
+    """Runs with equal keys may train as one stack; None: this run trains alone."""
+    import json
+
+    form = _local_step_form(cfg)
+    if cfg.augment or cfg.resize or form is None:
+        return None
+    drop = STACK_FREE_FIELDS + (("method_params",) if form in ("plain", "drift") else ())
+    d = {k: v for k, v in cfg.to_dict().items() if k not in drop}
+    return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in d.items()))
+
+
+def stack_pays(cfg: RunConfig) -> bool:
+    """Whether stacking is worth it by default (measured: benchmarks/stacked_sweep.py): small
+    models whose rounds go through the torch loop (a GPU, or FEDBENCH_FASTPATH=0) with a local
+    step that always merges. On CPU the compiled fast path already runs such rounds without
+    dispatch (stacking: ~1x), and bigger models' rounds are bound by their GEMMs (~1x)."""
+    from fedbench import fastpath
+    from fedbench.devices import resolve_device
+
+    if cfg.model not in DISPATCH_BOUND_MODELS or _local_step_form(cfg) not in ("plain", "drift"):
+        return False
+    # the fast path takes every plain or drift round of these models on CPU
+    return not (fastpath.ENABLED and resolve_device(cfg.device).type == "cpu")
+
+
+def stack_groups(
+    todo: list[RunConfig], stack: bool | None, max_runs: int | None = None
+) -> list[list[RunConfig]]:
+    """The todo list as stacks, in todo order of their first run: runs with one stack_key
+    together (at most max_runs, default fedbench.stack.MAX_RUNS), the rest alone. stack None:
+    only where stack_pays; False: every run alone."""
+    from fedbench.stack import MAX_RUNS
+
+    cap = max_runs or MAX_RUNS
+    groups: dict[object, list[list[RunConfig]]] = {}
+    out: list[list[RunConfig]] = []
+    for i, cfg in enumerate(todo):
+        key = stack_key(cfg) if stack is not False else None
+        if key is None or (stack is None and not stack_pays(cfg)):
+            key = ("alone", i)
+        chunks = groups.setdefault(key, [])
+        if not chunks or len(chunks[-1]) >= cap:
+            chunks.append([])
+            out.append(chunks[-1])
+        chunks[-1].append(cfg)
+    return out
+
+
+def execute_stack(
+    cfgs: list[RunConfig],
+    results: str,
+    repair: set[str],
+    threads: int | None,
+    on_start: OnStart,
+    on_done: OnDone,
+    on_round: Callable[[dict], None] | None = None,
+) -> None:
+    """Run cfgs as one stack: one thread each, their rounds' local training merged
+    (fedbench.stack). Each run is an ordinary execute_run (claim, folder, records)."""
+    import threading
+
+    from fedbench.stack import Stack
+
+    stack = Stack(len(cfgs))
+    errors: list[BaseException] = []  # from the callbacks (execute_run never raises)
+
+    def one(cfg: RunConfig) -> None:
+        try:
+            with stack.member():
+                on_start(cfg)
+                rid = run_id(cfg)
+                d = execute_run(cfg.to_dict(), results, rid in repair, threads, None, on_round)
+                on_done(cfg, Outcome.from_dict(d))
+        except BaseException as e:
+            errors.append(e)
+
+    for _ in cfgs:
+        stack.join()
+    workers = [threading.Thread(target=one, args=(cfg,), daemon=True) for cfg in cfgs]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
 def _die_with_parent() -> None:
     """Linux: a worker gets SIGKILL when the sweep that started it dies (a killed sweep must not
     leave workers that keep claims alive)."""
@@ -101,15 +233,24 @@ OnDone = Callable[[RunConfig, Outcome], None]
 
 
 class InlineExecutor:
-    """One run after another in this process (per-round progress available)."""
+    """One run (or one stack of runs, fedbench.stack) after another in this process (per-round
+    progress available). stack: True stacks every group stack_key allows, False none, None
+    (default) those where stacking pays (stack_pays)."""
 
     name = "inline"
 
-    def __init__(self, threads: int | None = None):
+    def __init__(self, threads: int | None = None, stack: bool | None = None):
         self.threads = threads
+        self.stack = stack
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
-        for cfg in todo:
+        for group in stack_groups(list(todo), self.stack):
+            if len(group) > 1:
+                execute_stack(
+                    group, str(results), repair, self.threads, on_start, on_done, on_round
+                )
+                continue
+            cfg = group[0]
             on_start(cfg)
             rid = run_id(cfg)
             d = execute_run(
@@ -255,11 +396,16 @@ def make_executor(
     address: str | None = None,
     gpus_per_run: float = 0,
     cpus_per_run: float = 1,
+    stack: bool | None = None,
 ):
+    """stack: stacked runs (fedbench.stack) in the inline executor only: pool workers and Ray
+    tasks run one config each (stack: True there is refused)."""
     if jobs < 1:
         raise FedbenchError(f"--jobs must be >= 1, got {jobs}")
+    if stack and (executor == "ray" or jobs > 1):
+        raise FedbenchError("--stack runs in this process: use it without --jobs or --executor")
     if executor == "ray":
         return RayExecutor(address or "auto", gpus_per_run, cpus_per_run)
     if executor != "local":
         raise FedbenchError(f"unknown executor {executor!r}; choose local or ray")
-    return InlineExecutor(threads) if jobs == 1 else PoolExecutor(jobs, threads)
+    return InlineExecutor(threads, stack) if jobs == 1 else PoolExecutor(jobs, threads)

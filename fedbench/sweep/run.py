@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,34 +73,39 @@ def run_sweep(
             f"diverged {counts['diverged']}"
         )
 
+    # the callbacks run in several threads at once when the inline executor stacks runs
+    lock = threading.Lock()
     with progress:
         task = progress.add_task(label, total=len(plan.todo), info=info())
         run_task = None
 
         def on_start(cfg: RunConfig) -> None:
             nonlocal run_task
-            counts["running"] += 1
-            if isinstance(executor, InlineExecutor):
-                if run_task is None:
-                    run_task = progress.add_task("", total=cfg.rounds, info="")
-                progress.reset(run_task, total=cfg.rounds, description=f"  {run_id(cfg)}")
-            progress.update(task, info=info())
+            with lock:
+                counts["running"] += 1
+                if isinstance(executor, InlineExecutor):
+                    if run_task is None:
+                        run_task = progress.add_task("", total=cfg.rounds, info="")
+                    progress.reset(run_task, total=cfg.rounds, description=f"  {run_id(cfg)}")
+                progress.update(task, info=info())
 
         def on_round(rec: dict) -> None:
-            if run_task is not None:
-                acc = rec.get("test_acc")
-                progress.update(
-                    run_task,
-                    completed=rec["round"],
-                    info="" if acc is None or math.isnan(acc) else f"acc {acc:.4f}",
-                )
+            with lock:
+                if run_task is not None:
+                    acc = rec.get("test_acc")
+                    progress.update(
+                        run_task,
+                        completed=rec["round"],
+                        info="" if acc is None or math.isnan(acc) else f"acc {acc:.4f}",
+                    )
 
         def on_done(cfg: RunConfig, out: Outcome) -> None:
-            counts["running"] -= 1
-            if out.status in ("failed", "diverged"):
-                counts[out.status] += 1
-            report.outcomes.append(out)
-            progress.update(task, advance=1, info=info())
+            with lock:
+                counts["running"] -= 1
+                if out.status in ("failed", "diverged"):
+                    counts[out.status] += 1
+                report.outcomes.append(out)
+                progress.update(task, advance=1, info=info())
 
         try:
             executor.run(plan.todo, results, plan.repair, on_start, on_done, on_round)
