@@ -145,8 +145,9 @@ def test_bad_sweep_input_one_line(args, needle, tmp_path):
 
 
 def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
-    """The tau table: every method of FedLGA's Table VI is here (4 FedLGA rows + 8 baselines);
-    a cell that cannot be built (here: E=1 leaves no tau_max) is reported, not run."""
+    """The tau table: every method of FedLGA's Table VI is here (4 FedLGA rows under each of the
+    paper's two readings of g + 8 baselines); a cell that cannot be built (here: E=1 leaves no
+    tau_max) is reported, not run."""
     spec = get_table("tau")
     cfgs, unavailable = table_configs(spec, Selection(dataset="fmnist", seeds=(0,)))
     assert not unavailable
@@ -154,9 +155,12 @@ def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
         "fedlga", "fedavg", "fedprox", "fednova", "scaffold", "feddyn", "fedcm", "mimelite",
         "fedsam",
     }  # fmt: skip
-    assert len(cfgs) == 12
+    assert len(cfgs) == 4 + 4 + 8
+    assert sorted(c.method_params.get("g", "text") for c in cfgs if c.method == "fedlga") == [
+        "eq6"
+    ] * 4 + ["text"] * 4
     bad, unavailable = table_configs(spec, Selection(dataset="fmnist", seeds=(0,), sets={"E": 1}))
-    assert not bad and sum(unavailable.values()) == 12
+    assert not bad and sum(unavailable.values()) == 16
     r = invoke(
         "sweep",
         "--table",
