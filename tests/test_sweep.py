@@ -133,6 +133,7 @@ def test_sweep_file(tmp_path):
         (["--table", "nosuch"], "unknown table 'nosuch'; choose one of: runtime, tau"),
         (["--table", "tau", "--grid", "rho=0.1"], "--table chooses the runs itself"),
         (["--table", "tau", "--dataset", "mnist"], "table tau has no dataset 'mnist'"),
+        (["--table", "tau", "--methods", "fedavg,pfl"], "table tau has no runs of pfl"),
         (["--jobs", "0"], "--jobs must be >= 1"),
         (["--file", "/no/such.toml"], "sweep file /no/such.toml not found"),
     ],
@@ -156,9 +157,10 @@ def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
         "fedsam",
     }  # fmt: skip
     assert len(cfgs) == 4 + 4 + 8
-    assert sorted(c.method_params.get("g", "text") for c in cfgs if c.method == "fedlga") == [
-        "eq6"
-    ] * 4 + ["text"] * 4
+    assert (
+        sorted(c.method_params.get("g", "text") for c in cfgs if c.method == "fedlga")
+        == ["eq6"] * 4 + ["text"] * 4
+    )
     bad, unavailable = table_configs(spec, Selection(dataset="fmnist", seeds=(0,), sets={"E": 1}))
     assert not bad and sum(unavailable.values()) == 16
     r = invoke(
@@ -175,6 +177,11 @@ def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert f"{len(cfgs)} runs; 0 already done, {len(cfgs)} to run" in r.output
+    r = invoke("sweep", "--table", "tau", "--dataset", "fmnist", "--seeds", "0",
+               "--methods", "fedlga,fedavg", "--dry-run", "--results", tmp_path)  # fmt: skip
+    assert r.exit_code == 0 and "9 runs; 0 already done, 9 to run" in r.output, r.output
+    listed = [ln.split()[1] for ln in r.output.splitlines() if ln.startswith("  fed")]
+    assert sorted(set(listed)) == ["fedavg", "fedlga"] and len(listed) == 9
 
 
 # ---------------------------------------------------------------- running and resuming

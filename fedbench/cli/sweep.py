@@ -84,7 +84,10 @@ executor_options = opt.together(
 @click.option("--file", "sweep_file", type=click.Path(), help="TOML sweep file (see README).")
 @opt.preset(help="Named paper setting the grid starts from.")
 @opt.config_file()
-@click.option("--methods", help="Comma-separated methods, e.g. fedavg,fedprox.")
+@click.option(
+    "--methods",
+    help="Comma-separated methods, e.g. fedavg,fedprox (with --table: only those cells' runs).",
+)
 @opt.dataset(help="Dataset (with --table: which of the table's datasets).")
 @opt.seeds(help="Comma-separated seeds, e.g. 0,1,2.")
 @click.option(
@@ -158,10 +161,10 @@ def _table_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
     from fedbench.sweep import table_configs
     from fedbench.tables import get_table
 
-    if a.sweep_file or a.methods or a.grids or a.config_file:
+    if a.sweep_file or a.grids or a.config_file:
         raise FedbenchError(
-            "--table chooses the runs itself; use --dataset, --seeds, --preset and --set "
-            "with it, not --methods, --grid, --config or --file"
+            "--table chooses the runs itself; use --dataset, --seeds, --preset, --set and "
+            "--methods with it, not --grid, --config or --file"
         )
     spec = get_table(a.table_name, figure=True)
     sel, fit_line = table_selection(
@@ -170,7 +173,23 @@ def _table_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
     if fit_line:
         click.echo(fit_line)
     configs, unavailable = table_configs(spec, sel)
+    if a.methods:  # fill some rows first (e.g. the slow baselines last)
+        configs = _only_methods(configs, a.methods, a.table_name)
     return configs, unavailable, a.table_name + (f" ({a.dataset})" if a.dataset else "")
+
+
+def _only_methods(configs: list, methods: str, table: str) -> list:
+    from fedbench.sweep import parse_list
+
+    wanted = parse_list(methods, "--methods")
+    present = sorted({c.method for c in configs})
+    unknown = [m for m in wanted if m not in present]
+    if unknown:
+        raise FedbenchError(
+            f"--methods: table {table} has no runs of {', '.join(unknown)}; "
+            f"its methods are {', '.join(present)}"
+        )
+    return [c for c in configs if c.method in wanted]
 
 
 def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
