@@ -240,3 +240,26 @@ def test_report_lists_a_table_whose_file_covers_every_dataset_once(tmp_path):
     names = [spec.name for spec, *_ in _candidates(tdir, "results")]
     assert names.count("dissimilarity") == 1 and None in found
     assert names.count("stragglers") > 1  # no file: each dataset at the paper's setting
+
+
+def test_report_scale_says_which_cells_have_fewer_seeds(tmp_path):
+    """Seeds used are a union over cells: a table where one cell lost a seed's run and another
+    lost all of its runs is a cut, and the scale line counts them."""
+    import shutil
+
+    from fedbench.tables.evaluate import evaluate_table
+    from fedbench.tables.report import table_scale
+
+    res = tmp_path / "results"
+    spec, sel = _stragglers_results(res)
+    result = evaluate_table(spec, res, sel)
+    assert "with every seed" not in table_scale(result)[1]  # every cell has seeds 0 and 1
+    runs = [c for c in result.cells if c.cell.kind == "runs" and c.n]
+    shutil.rmtree(res / runs[0].records[1][1].meta["run_id"])  # cell 0 loses seed 1
+    for _, rec in runs[1].records:  # cell 1 loses both seeds
+        shutil.rmtree(res / rec.meta["run_id"], ignore_errors=True)
+    full, line = table_scale(evaluate_table(spec, res, sel))
+    assert not full and line.startswith("cut: ")
+    n = len([c for c in result.cells if c.cell.kind == "runs"])
+    # each run feeds two cells (its loss and its accuracy column)
+    assert line.endswith(f"cells {n - 4} of {n} with every seed, 2 with fewer, 2 without runs")

@@ -143,6 +143,15 @@ def table_scale(result: TableResult) -> tuple[bool, str]:
     if result.selection.preset:
         full = False
         parts.append(f"preset {result.selection.preset} instead of the paper's")
+    cells = [c for c in result.cells if c.cell.kind == "runs" and c.status != "unavailable"]
+    short = sum(c.status == "partial" for c in cells)
+    empty = sum(c.status == "missing" for c in cells)
+    if short or empty:  # the seeds above are the union: say which cells have fewer
+        full = False
+        parts.append(
+            f"cells {len(cells) - short - empty} of {len(cells)} with every seed, "
+            f"{short} with fewer, {empty} without runs"
+        )
     return full, ("full: " if full else "cut: ") + "; ".join(parts)
 
 
