@@ -135,7 +135,11 @@ class BatchedMLP(BatchedModel):
         median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
         T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
         240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
-        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole."""
+        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole.
+        A const costs one more GEMM (X C1^T) a window: FedLGA-FMNIST engine rounds at 1 thread
+        (benchmarks/engine_speed.py --no-loop --rounds 3 --methods fedprox,scaffold, load ~3)
+        went from 8.3-9.4 s (FedProx, mu 1) and 7.4-8.3 s (SCAFFOLD) per-step to 2.6-2.8 s and
+        2.4-2.5 s windowed, 1.3-1.45x FedAvg's round."""
         T, k = len(active), active[0]
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
