@@ -178,10 +178,15 @@ class BatchedMLP(BatchedModel):
             )
         self._window_update(w1, d_all, x_all, active, lr, weight_decay)
         if c1 is not None:  # W1 -= lr sigma_f C1, f the steps row r ran in this window
-            f = [sum(a > r for a in active) for r in range(k)]
+            f = self._row_steps(active, k)
             coef = torch.tensor([sigma[fr] for fr in f], dtype=w1.dtype, device=w1.device)
             w1.addcmul_(c1, coef.view(k, 1, 1), value=-lr)
         return losses
+
+    @staticmethod
+    def _row_steps(active: list[int], k: int) -> list[int]:
+        """Steps of the window each of the k rows runs (active: the rows of each step)."""
+        return [sum(a > r for a in active) for r in range(k)]
 
     @staticmethod
     def _const_sums(decay: float, T: int) -> list[float]:
@@ -214,7 +219,7 @@ class BatchedMLP(BatchedModel):
         if weight_decay:
             decay = 1.0 - lr * weight_decay
             k, T = w1.shape[0], len(active)
-            f = [sum(a > r for a in active) for r in range(k)]
+            f = BatchedMLP._row_steps(active, k)
             f = torch.tensor(f, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
             ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
             coef = torch.where(ts < f, decay ** (f - 1 - ts), 0.0)  # [k, T]
