@@ -135,8 +135,11 @@ class Engine:
         # model may fuse gradient and update (BatchedMLP.sgd_step)
         drift = None if method.plain_local_sgd else method.local_drift
         fused = (method.plain_local_sgd or drift is not None) and not mom and cfg.grad_clip is None
-        if fused and drift is None and buf is None and model.step_window > 1:
-            self._sgd_windows(plan, w, step_loss, active, aug, lr)
+        terms = fastpath.local_step_terms(method)  # g + mu (w - wg) + local[drift], or None
+        windowed = not mom and cfg.grad_clip is None and buf is None and model.step_window > 1
+        if windowed and terms is not None:
+            wd, const = self._window_terms(ctx, local, k, *terms)
+            self._sgd_windows(plan, w, step_loss, active, aug, lr, wd, const)
             return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
         for s in range(s_max):
             ka = active[s]
@@ -179,10 +182,22 @@ class Engine:
             grad_evals = plan.steps.to(self.device)
         return self._local_result(plan, w, local, step_loss, grad_evals, buf)
 
+    def _window_terms(self, ctx, local: dict, k: int, mu: float, drift_key: str | None):
+        """The local step g + wd w + mu (w - wg) + drift as sgd_steps' (wd + mu, const [k, D]):
+        const = drift - mu wg, None for plain SGD."""
+        const = local[drift_key] if drift_key else None
+        if mu:
+            prox = ctx.global_w.mul(-mu).expand(k, -1)
+            const = prox.contiguous() if const is None else const + prox
+        return self.cfg.weight_decay + mu, const
+
     @torch.no_grad()
-    def _sgd_windows(self, plan, w, step_loss, active: list[int], aug, lr: float) -> None:
-        """Plain SGD steps in windows of model.step_window consecutive steps (one
-        model.sgd_steps call each, which may batch the window's work into bigger operations)."""
+    def _sgd_windows(
+        self, plan, w, step_loss, active: list[int], aug, lr: float, wd: float, const=None
+    ) -> None:
+        """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
+        steps (one model.sgd_steps call each, which may batch the window's work into bigger
+        operations)."""
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
         for s in range(0, s_max, window):
@@ -194,7 +209,8 @@ class Engine:
                 augs = [None if aug is None else aug[:ka, s + t] for t in range(t_n)]
                 xs = torch.stack([data.train_transform(xs[t], augs[t]) for t in range(t_n)])
             bws = plan.batch_weight[:ka, s : s + t_n].transpose(0, 1).contiguous()
-            losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, self.cfg.weight_decay)
+            ck = None if const is None else const[:ka]
+            losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wd, ck)
             step_loss[:ka, s : s + t_n] = losses.T
 
     def _local_result(self, plan, w, local, step_loss, grad_evals, buf) -> LocalResult:

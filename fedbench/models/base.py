@@ -92,30 +92,41 @@ class BatchedModel:
             self.view(g, s).copy_(gs)
         return losses.detach(), g
 
-    def sgd_step(self, w, x, y, weight, lr: float, weight_decay: float = 0.0) -> torch.Tensor:
-        """One plain SGD step in place, w <- w - lr (grad + wd w); returns the losses [k].
-        Models may fuse it (BatchedMLP does); the engine uses it when a method's local step is
-        plain SGD and there is no momentum or clipping."""
+    def sgd_step(
+        self, w, x, y, weight, lr: float, weight_decay: float = 0.0, const=None
+    ) -> torch.Tensor:
+        """One SGD step in place, w <- w - lr (grad + wd w + const) (const [k, D] a per-row
+        constant, or None); returns the losses [k]. Models may fuse it (BatchedMLP does); the
+        engine uses it when a method's local step is plain SGD and there is no momentum or
+        clipping."""
         losses, g = self.loss_and_grad(w, x, y, weight)
         if weight_decay:
             g.add_(w, alpha=weight_decay)
         w.sub_(g, alpha=lr)
+        if const is not None:  # after the step, as the engine subtracts a drift
+            w.sub_(const, alpha=lr)
         return losses
 
     # steps per call of sgd_steps the engine asks for; models that batch a window of steps
     # into fewer, bigger operations (BatchedMLP's window) set it higher
     step_window: int = 1
 
-    def sgd_steps(self, w, xs, ys, bws, active: list[int], lr: float, weight_decay: float = 0.0):
-        """T consecutive plain SGD steps in place on w [k, D] (k = active[0]); returns the
-        losses [T, k] (0 where a row is inactive). xs [T, k, B, ...] are the (transformed)
-        inputs, ys and bws [T, k, B] the labels and batch weights, active[t] (non-increasing)
-        the rows that take step t, a prefix. Exactly T calls of sgd_step on the active rows."""
+    def sgd_steps(
+        self, w, xs, ys, bws, active: list[int], lr: float, weight_decay: float = 0.0, const=None
+    ):
+        """T consecutive SGD steps w <- w - lr (g + wd w + const) in place on w [k, D]
+        (k = active[0], const [k, D] or None); returns the losses [T, k] (0 where a row is
+        inactive). xs [T, k, B, ...] are the (transformed) inputs, ys and bws [T, k, B] the
+        labels and batch weights, active[t] (non-increasing) the rows that take step t, a
+        prefix. Exactly T calls of sgd_step on the active rows, each followed by
+        w -= lr const (as the engine's per-step path subtracts a drift; any model's sgd_step)."""
         losses = w.new_zeros(len(active), w.shape[0])
         for t, ka in enumerate(active):
             losses[t, :ka] = self.sgd_step(
                 w[:ka], xs[t, :ka], ys[t, :ka], bws[t, :ka], lr, weight_decay
             )
+            if const is not None:
+                w[:ka].sub_(const[:ka], alpha=lr)
         return losses
 
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:

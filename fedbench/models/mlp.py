@@ -86,22 +86,33 @@ class BatchedMLP(BatchedModel):
         losses = self._forward_backward(w, x, y, weight, write)
         return losses, g
 
-    def sgd_step(self, w, x, y, weight, lr: float, weight_decay: float = 0.0):
-        """w <- w - lr (grad + wd w), in place, without materialising the gradient: each layer's
-        update is one baddbmm into w. Per step this touches w once instead of w and a [k, D]
+    def sgd_step(self, w, x, y, weight, lr: float, weight_decay: float = 0.0, const=None):
+        """w <- w - lr (grad + wd w + const), in place, without materialising the gradient: each
+        layer's update is one baddbmm into w (const [k, D] or None: a per-row constant, e.g.
+        SCAFFOLD's drift). Per step this touches w once instead of w and a [k, D]
         gradient; for the FedLGA MLP (K=10: 12.5 MB of weights) that keeps a step inside a 16 MB
         L3 cache. Same result as loss_and_grad + update (tested)."""
         params = self.unflatten(w)
+        cs = self._const_blocks(const)
 
         def update(i, dz, act):
-            self._update_layer(params[2 * i], params[2 * i + 1], dz, act, lr, weight_decay)
+            w_i, b_i = params[2 * i], params[2 * i + 1]
+            self._update_layer(w_i, b_i, dz, act, lr, weight_decay, cs[2 * i], cs[2 * i + 1])
 
         return self._forward_backward(w, x, y, weight, update)
 
-    def sgd_steps(self, w, xs, ys, bws, active, lr: float, weight_decay: float = 0.0):
-        """T = len(active) plain SGD steps in place; losses [T, k] (0 for inactive rows). Same as
-        `losses[t, :active[t]] = sgd_step(w[:active[t]], xs[t, :active[t]], ...)` for each t
-        (float64: to 1e-12; float32: rounding only, bounded over a round in the tests).
+    def _const_blocks(self, const, ka=None) -> list:
+        """const's per-slot views (rows :ka), or Nones for no constant."""
+        if const is None:
+            return [None] * len(self.slots)
+        return self.unflatten(const if ka is None else const[:ka])
+
+    def sgd_steps(self, w, xs, ys, bws, active, lr: float, weight_decay: float = 0.0, const=None):
+        """T = len(active) SGD steps w <- w - lr (g + wd w + const) in place; losses [T, k] (0 for
+        inactive rows). Same as `losses[t, :ka] = sgd_step(w[:ka], xs[t, :ka], ..., const[:ka])`
+        with ka = active[t] for each t (float64: to 1e-12; float32: rounding only, bounded over a
+        round in the tests). const [k, D] (or None) is a per-row constant: FedProx's mu (w - wg)
+        is wd + mu and const -mu wg, SCAFFOLD's drift is const (the engine's train_local).
 
         Why it is exact: the first layer's weight after s steps of the window is
         W1_s = d^s W1_0 - lr sum_{t<s} d^(s-1-t) D_t^T X_t (D_t [B, out] its output gradients,
@@ -111,7 +122,9 @@ class BatchedMLP(BatchedModel):
         the small Gram product, runs the rest of the network (first bias, upper layers) per step
         exactly as sgd_step, and applies the T first-layer updates at the end as ONE GEMM with
         inner dimension T*B. A row that finishes at step f (active[f] <= row) gets D_t = 0 for
-        t >= f and decay d^f, not d^T.
+        t >= f and decay d^f, not d^T. A constant C1 (const's first-layer block) adds
+        - lr sigma_s C1 to W1_s, sigma_s = sum_{t<s} d^(s-1-t): the window computes X C1^T once
+        as well and subtracts lr sigma_s of its step-s slice from the pre-activation.
 
         Cost model (FedLGA MLP, per row, B=10, n=784 inputs, h=400 hidden): per step the two
         B x n x h GEMMs (forward, rank-B update) run at a third to a half of the GEMM rate with
@@ -122,12 +135,16 @@ class BatchedMLP(BatchedModel):
         median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
         T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
         240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
-        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole."""
+        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole.
+        A const costs one more GEMM (X C1^T) a window: FedLGA-FMNIST engine rounds at 1 thread
+        (benchmarks/engine_speed.py --no-loop --rounds 3 --methods fedprox,scaffold, load ~3)
+        went from 8.3-9.4 s (FedProx, mu 1) and 7.4-8.3 s (SCAFFOLD) per-step to 2.6-2.8 s and
+        2.4-2.5 s windowed, 1.3-1.45x FedAvg's round."""
         T, k = len(active), active[0]
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
         if T == 1 or len(self.sizes) < 3:  # no hidden layer: nothing to gain (logreg)
-            return super().sgd_steps(w, xs, ys, bws, active, lr, weight_decay)
+            return super().sgd_steps(w, xs, ys, bws, active, lr, weight_decay, const)
         losses = torch.zeros(T, k, dtype=w.dtype, device=w.device)
         params = self.unflatten(w)
         w1, b1 = params[0], params[1]  # [k, h, n], [k, h]
@@ -136,23 +153,49 @@ class BatchedMLP(BatchedModel):
         p_all = torch.bmm(x_all, w1.transpose(1, 2))  # X W1_0^T  [k, T*B, h]
         gram = torch.bmm(x_all, x_all.transpose(1, 2))  # [k, T*B, T*B]
         d_all = torch.zeros_like(p_all)  # D_t, zero where a row is inactive
+        c1, sigma = None, self._const_sums(1.0 - lr * weight_decay, T)
+        if const is not None:
+            c1 = self._const_blocks(const)[0]
+            q_all = torch.bmm(x_all, c1.transpose(1, 2))  # X C1^T  [k, T*B, h]
         for s, ka in enumerate(active):
             cur = slice(s * b, (s + 1) * b)
             z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
+            if c1 is not None and s:
+                z0.sub_(q_all[:ka, cur], alpha=lr * sigma[s])
+            cs = self._const_blocks(const, ka)
 
-            def update(i, dz, act, ka=ka, cur=cur):
+            def update(i, dz, act, ka=ka, cur=cur, cs=cs):
                 if i == 0:  # the first layer's weight waits for the window's end
                     d_all[:ka, cur] = dz
-                    self._update_layer(None, params[1][:ka], dz, act, lr, weight_decay)
+                    self._update_layer(None, params[1][:ka], dz, act, lr, weight_decay, None, cs[1])
                 else:
                     wk = [p[:ka] for p in params[2 * i : 2 * i + 2]]
-                    self._update_layer(wk[0], wk[1], dz, act, lr, weight_decay)
+                    ck = cs[2 * i : 2 * i + 2]
+                    self._update_layer(wk[0], wk[1], dz, act, lr, weight_decay, ck[0], ck[1])
 
             losses[s, :ka] = self._forward_backward(
                 w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0=z0
             )
         self._window_update(w1, d_all, x_all, active, lr, weight_decay)
+        if c1 is not None:  # W1 -= lr sigma_f C1, f the steps row r ran in this window
+            f = self._row_steps(active, k)
+            coef = torch.tensor([sigma[fr] for fr in f], dtype=w1.dtype, device=w1.device)
+            w1.addcmul_(c1, coef.view(k, 1, 1), value=-lr)
         return losses
+
+    @staticmethod
+    def _row_steps(active: list[int], k: int) -> list[int]:
+        """Steps of the window each of the k rows runs (active: the rows of each step)."""
+        return [sum(a > r for a in active) for r in range(k)]
+
+    @staticmethod
+    def _const_sums(decay: float, T: int) -> list[float]:
+        """sigma_s = sum_{t<s} decay^(s-1-t) for s = 0..T: how many times (decayed) a constant
+        has been subtracted after s steps (s when decay is 1)."""
+        sigma = [0.0]
+        for _ in range(T):
+            sigma.append(decay * sigma[-1] + 1.0)
+        return sigma
 
     @staticmethod
     def _window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay):
@@ -176,7 +219,7 @@ class BatchedMLP(BatchedModel):
         if weight_decay:
             decay = 1.0 - lr * weight_decay
             k, T = w1.shape[0], len(active)
-            f = [sum(a > r for a in active) for r in range(k)]
+            f = BatchedMLP._row_steps(active, k)
             f = torch.tensor(f, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
             ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
             coef = torch.where(ts < f, decay ** (f - 1 - ts), 0.0)  # [k, T]
@@ -185,15 +228,19 @@ class BatchedMLP(BatchedModel):
         w1.baddbmm_(d_all.transpose(1, 2), x_all, alpha=-lr)
 
     @staticmethod
-    def _update_layer(weight_i, bias_i, dz, act, lr, weight_decay):
+    def _update_layer(weight_i, bias_i, dz, act, lr, weight_decay, c_weight=None, c_bias=None):
         """One layer's SGD update from its output gradient dz and input act, in place
-        (weight_i None: the bias only)."""
+        (weight_i None: the bias only); c_weight, c_bias: its blocks of a per-row constant."""
         decay = 1.0 - lr * weight_decay
         if weight_i is not None:
             weight_i.baddbmm_(dz.transpose(1, 2), act, beta=decay, alpha=-lr)
+            if c_weight is not None:
+                weight_i.sub_(c_weight, alpha=lr)
         if weight_decay:
             bias_i.mul_(decay)
         bias_i.sub_(dz.sum(1), alpha=lr)
+        if c_bias is not None:
+            bias_i.sub_(c_bias, alpha=lr)
 
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
         if self.init_mode == "zeros":  # FedProx's TF model starts from zeros
