@@ -216,6 +216,11 @@ def test_demo_table_cells(demo_results):
     assert prox.status == "partial" and prox.mean == 3.0 and prox.not_reached == 1
     div = r.cell("fmnist", "FedAvg lr=0.3", "rounds")
     assert div.diverged == 1 and div.mean == 6.0 and div.n == 3
+    # it diverged before the target: for rounds to target it did not reach it; for best
+    # accuracy a diverged run is no result
+    assert (div.not_reached, div.reached) == (1, 2)
+    div_acc = r.cell("fmnist", "FedAvg lr=0.3", "best acc %")
+    assert div_acc.mean == pytest.approx(56.0) and div_acc.not_reached == 0
     missing = r.cell("fmnist", "FedProx mu=1", "rounds")
     assert missing.status == "missing" and "out of memory" in missing.note
     na = r.cell("fmnist", "FedLGA", "rounds")

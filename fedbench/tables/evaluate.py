@@ -55,6 +55,7 @@ class CellResult:
     not_reached: int = 0  # runs whose metric is inf (target never reached)
     cap: int | None = None  # rounds run by those, for "> cap"
     diverged: int = 0
+    reached: int = 0  # runs with a finite value
     note: str = ""
     paper: PaperValue | None = None
     records: list = field(default_factory=list)  # (seed, RunRecord) of the finished runs
@@ -168,7 +169,8 @@ def _run_cell(
             devices.add(rec.meta["device_name"])
         if rec.status == "diverged":
             res.diverged += 1
-            continue
+            if not metric.diverged_counts:
+                continue
         cache: dict = {}
 
         def rounds(cols, rec=rec, cache=cache):
@@ -194,6 +196,7 @@ def _run_cell(
             res.cap = max(res.cap or 0, int(rec.summary.get("rounds_run") or 0))
             continue
         values.append(float(v))
+        res.reached += 1
     if res.n == 0:
         res.status = "missing"
         if failures:

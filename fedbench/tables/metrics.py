@@ -25,6 +25,9 @@ class Metric:
     fn: Callable[[dict, Callable[[list[str]], pd.DataFrame | None]], float | None]
     digits: int = 2
     higher_is_better: bool = True
+    # "rounds/seconds to a target": a run that diverged before reaching it did not reach it
+    # (math.inf), one that reached it first keeps its value; other metrics skip diverged runs
+    diverged_counts: bool = False
 
 
 def _summary_or(key: str, curve_fn):
@@ -111,8 +114,12 @@ def _pct(key):
 METRICS: dict[str, Metric] = {
     "best_acc": Metric("best test acc %", _pct("best_acc")),
     "final_acc": Metric("final test acc %", _pct("final_acc")),
-    "rounds_to_target": Metric("rounds to target", _to_target("rounds_to_target"), 1, False),
-    "seconds_to_target": Metric("s to target", _to_target("seconds_to_target"), 1, False),
+    "rounds_to_target": Metric(
+        "rounds to target", _to_target("rounds_to_target"), 1, False, diverged_counts=True
+    ),
+    "seconds_to_target": Metric(
+        "s to target", _to_target("seconds_to_target"), 1, False, diverged_counts=True
+    ),
     "mean_round_seconds": Metric("s / round", _summary_or("mean_round_seconds", None), 3, False),
     "final_train_loss": Metric("final train loss", _final_loss, 4, False),
     "r90": Metric("R90", _rounds_to(0.9), 2, False),

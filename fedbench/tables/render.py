@@ -130,7 +130,7 @@ def ours_text(res: CellResult, spread: str) -> str:
         if res.status == "partial":
             extra.append(f"{res.n}/{res.expected} seeds")
         if res.not_reached and m is not None and not (isinstance(m, float) and math.isinf(m)):
-            extra.append(f"{res.n - res.not_reached - res.diverged}/{res.n} reached")
+            extra.append(f"{res.reached}/{res.n} reached")
         if res.note:
             extra.append(res.note)
     return text + (f" ({'; '.join(extra)})" if extra else "")
