@@ -59,6 +59,11 @@ def test_lowest_orders_and_handles_not_reached_and_missing():
     assert none.holds is None and "none reached" in none.ours
     higher = lowest(("A", C), [("B", C)], lower=False)
     assert higher(View({("A", C): 64.4, ("B", C): 60.9})).holds is True
+    # a present cell already beats A: decided, whatever the missing B would say
+    lost = check(View({("A", C): 3.0, ("D", C): 2.0}))
+    assert lost.holds is False and lost.ours == "A 3, D 2"
+    assert check(View({("A", C): math.inf, ("D", C): math.inf})).holds is None  # nothing reached
+    assert check(View({("B", C): 1.0, ("D", C): 2.0})).holds is None  # no number for A
 
 
 def test_lowest_shows_the_papers_numbers_when_it_has_them():
@@ -108,6 +113,8 @@ def test_within_ci_same_as_paper_reached_and_every():
     v = both(View({("A", C): 1.0, ("B", C): 2.0, ("D", C): 1.0}))
     assert v.holds is False and v.ours == "B 2, D 1"  # the failing part is the one shown
     assert both(View({("A", C): 1.0, ("B", C): 2.0})).holds is None
+    # one part false decides the whole, even with another part n/a
+    assert both(View({("A", C): 3.0, ("B", C): 2.0})).holds is False
 
 
 def test_claims_are_counted_per_dataset_and_listed():

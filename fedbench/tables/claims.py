@@ -82,17 +82,27 @@ def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -
         paper = stated
         if all(p is not None for p in paper_vals):
             paper = listing(v, refs, paper_vals)
+        a = v.mean(*best)
+        have = [r for r in others if v.mean(*r) is not None]
+        # nothing reached the target: nothing to order (n/a below)
+        decided = a is not None and not all(math.isinf(v.mean(*r)) for r in [best, *have])
+        beaten = [r for r in have if not _beats(a, v.mean(*r), lower)] if decided else []
+        if beaten:  # decided by the cells there are, whatever the missing ones hold
+            shown = [best, *have]
+            return Verdict(False, listing(v, shown, [v.mean(*r) for r in shown]), paper)
         na = not_applicable(v, refs, paper)
         if na:
             return na
-        a = v.mean(*best)
         rest = [v.mean(*r) for r in others]
-        ok = all((a < b) if lower else (a > b) for b in rest)
-        if lower:  # a tie in 'not reached' is not a win
-            ok = ok and not math.isinf(a)
-        return Verdict(ok, listing(v, refs, [a, *rest]), paper)
+        return Verdict(True, listing(v, refs, [a, *rest]), paper)
 
     return check
+
+
+def _beats(a: float, b: float, lower: bool) -> bool:
+    if lower:  # a tie in 'not reached' is not a win
+        return a < b and not math.isinf(a)
+    return a > b
 
 
 def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Callable:
@@ -195,16 +205,18 @@ def reached(refs: list[Ref], stated: str = "") -> Callable:
 
 
 def every(*checks: Callable) -> Callable:
-    """All checks hold (n/a if any is n/a); ours and paper: the failing or first part."""
+    """All checks hold: false as soon as one part is false (the missing parts cannot change
+    that), else n/a if any part is n/a; ours and paper: the failing or first part."""
 
     def check(v) -> Verdict:
         out = [c(v) for c in checks]
+        bad = [x for x in out if x.holds is False]
+        if bad:
+            return Verdict(False, bad[0].ours, bad[0].paper)
         na = [x for x in out if x.holds is None]
         if na:
             return na[0]
-        bad = [x for x in out if not x.holds]
-        first = bad[0] if bad else out[0]
-        return Verdict(not bad, first.ours, first.paper)
+        return Verdict(True, out[0].ours, out[0].paper)
 
     return check
 
