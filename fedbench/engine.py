@@ -131,15 +131,15 @@ class Engine:
         # input pipeline: per-sample augmentation draws of this round, from each device's stream
         aug = self.data.draw_augment(cfg.seed, ctx.round, plan.clients, s_max, cfg.batch_size)
         lr, mom = ctx.lr, cfg.momentum
-        # plain SGD (method.plain_local_sgd, no momentum, no clipping): the
-        # model may fuse gradient and update (BatchedMLP.sgd_step)
-        drift = None if method.plain_local_sgd else method.local_drift
-        fused = (method.plain_local_sgd or drift is not None) and not mom and cfg.grad_clip is None
-        terms = fastpath.local_step_terms(method)  # g + mu (w - wg) + local[drift], or None
-        windowed = not mom and cfg.grad_clip is None and buf is None and model.step_window > 1
-        if windowed and terms is not None:
-            wd, const = self._window_terms(ctx, local, k, *terms)
-            self._sgd_windows(plan, w, step_loss, active, aug, lr, wd, const)
+        # d = scale g + mu (w - wg) + local[const], or None (then local_step, step by step)
+        step = method.linear_step()
+        linear = step is not None and step.scale > 0 and not mom and cfg.grad_clip is None
+        # plain SGD plus a fixed drift: the model may fuse gradient and update (sgd_step)
+        fused = linear and step.plain
+        drift = step.const if fused else None
+        if linear and buf is None and model.step_window > 1:
+            lr_w, wd, const = self._window_terms(ctx, local, k, step)
+            self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const)
             return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
         for s in range(s_max):
             ka = active[s]
@@ -182,14 +182,20 @@ class Engine:
             grad_evals = plan.steps.to(self.device)
         return self._local_result(plan, w, local, step_loss, grad_evals, buf)
 
-    def _window_terms(self, ctx, local: dict, k: int, mu: float, drift_key: str | None):
-        """The local step g + wd w + mu (w - wg) + drift as sgd_steps' (wd + mu, const [k, D]):
-        const = drift - mu wg, None for plain SGD."""
-        const = local[drift_key] if drift_key else None
+    def _window_terms(self, ctx, local: dict, k: int, step):
+        """The local step (a LinearStep) as sgd_steps' SGD w <- w - lr' (g + wd' w + const):
+        lr' = lr scale, wd' = wd + mu', const = c' local[const] - mu' wg [k, D] or None (plain
+        SGD), with mu' and c' from LinearStep.as_sgd."""
+        lr, mu, c = step.as_sgd(ctx.lr)
+        const = local[step.const] if step.const else None
+        if const is not None and c != 1:
+            const = const * c
         if mu:
             prox = ctx.global_w.mul(-mu).expand(k, -1)
             const = prox.contiguous() if const is None else const + prox
-        return self.cfg.weight_decay + mu, const
+        if const is not None and not const.is_contiguous():  # an expanded view (FedCM's pull)
+            const = const.contiguous()
+        return lr, self.cfg.weight_decay + mu, const
 
     @torch.no_grad()
     def _sgd_windows(

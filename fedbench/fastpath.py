@@ -8,7 +8,9 @@ The loop takes the round only where it is exactly the engine's per-step path (sa
 steps, same arithmetic up to rounding; tests/test_fastpath.py): a CPU engine, no input pipeline,
 no momentum or clipping, no BatchNorm buffers, and a local step that is one of
     w <- w - lr (g + wd w + mu (w - w_global)) - lr drift
-(plain SGD; FedProx's and FedNova's proximal term; SCAFFOLD's drift c - c_i). Anything else
+(a method's LinearStep, methods.base: plain SGD; FedProx's and FedNova's proximal term;
+SCAFFOLD's drift c - c_i; FedCM's and MimeLite's scaled gradient plus a fixed pull, as SGD at
+lr scale with the pull divided by scale). Anything else
 returns None and the engine runs its torch loop. FEDBENCH_FASTPATH=0 (or Engine.fastpath =
 False) forces the torch loop, for tests and benchmarks.
 """
@@ -20,27 +22,6 @@ import os
 import torch
 
 ENABLED = os.environ.get("FEDBENCH_FASTPATH", "1") != "0"
-
-
-def local_step_terms(method) -> tuple[float, str | None] | None:
-    """(mu, drift key) of the method's local step g + mu (w - w_global) + local[drift], or None
-    when its step has another form."""
-    from fedbench.methods.fednova import FedNova
-    from fedbench.methods.fedprox import FedProx
-
-    if method.plain_local_sgd:
-        return 0.0, None
-    if method.local_drift is not None:
-        return 0.0, method.local_drift
-    step = type(method).local_step
-    try:
-        if step is FedProx.local_step:
-            return float(method.mu), None
-        if step is FedNova.local_step:
-            return float(method.p.mu), None
-    except AttributeError:  # a method that keeps mu elsewhere: the torch path
-        return None
-    return None
 
 
 def _kernel(model):
@@ -75,13 +56,16 @@ def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor |
         return None
     if data.train_x.dtype != w.dtype or data.train_y.dtype != torch.long:
         return None
-    terms = local_step_terms(engine.method)
+    step = engine.method.linear_step()  # d = scale g + mu (w - wg) + local[const]
     kernel = _kernel(engine.model)
-    if terms is None or kernel is None:
+    if step is None or step.scale <= 0 or kernel is None:
         return None
-    mu, drift_key = terms
+    lr, mu, c = step.as_sgd(float(ctx.lr))
+    drift_key = step.const
     k, s_max = plan.k, plan.batch_idx.shape[1]
     drift = local[drift_key] if drift_key else w.new_zeros(0, 0)
+    if drift_key and c != 1:
+        drift = drift * c
     wg = ctx.global_w.expand(k, -1)
     step_loss = torch.zeros(k, s_max, dtype=w.dtype)
     arrays = (
@@ -98,7 +82,7 @@ def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor |
         return None
     kernel(
         *(a.numpy() for a in arrays),
-        float(ctx.lr),
+        lr,
         float(cfg.weight_decay),
         mu,
         bool(drift_key),

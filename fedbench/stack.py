@@ -63,16 +63,18 @@ def merge_key(engine) -> tuple | None:
         return None
     if data.pipeline is not None or method.sequential:
         return None
-    # the local step reads only the row's own state: plain SGD, or g + local[drift]
-    if not (method.plain_local_sgd or method.local_drift is not None):
+    # the local step reads only the row's own state: scale g + local[const] (no mu (w - wg):
+    # the merged call has one wg)
+    step = method.linear_step()
+    if step is None or step.mu:
         return None
     return (
         type(model),
         model.dim,
         tuple(getattr(model, "sizes", ())),
         model.step_window,
-        method.plain_local_sgd,
-        method.local_drift,
+        step.scale,
+        step.const,
         cfg.batch_size,
         cfg.weight_decay,
         cfg.momentum,

@@ -20,6 +20,8 @@ CASES = [
     ("fedprox", {"mu": 0.5}, {"weight_decay": 0.01}),
     ("fednova", {"mu": 0.1}, {}),
     ("scaffold", {}, {}),
+    ("fedcm", {"alpha": 0.3}, {"weight_decay": 0.01}),
+    ("mimelite", {"beta": 0.4}, {}),
 ]
 
 

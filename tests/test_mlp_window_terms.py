@@ -118,6 +118,9 @@ ENGINE_CASES = [
     ("fednova", {"mu": 0.1}),
     ("scaffold", {}),
     ("fedavg", {}),
+    ("fedcm", {"alpha": 0.3}),  # LinearStep scale 0.3: SGD at lr 0.3 lr, the pull / 0.3
+    ("mimelite", {"beta": 0.4}),
+    ("mimelite", {"beta": 0.4, "damped": False}),
 ]
 
 
@@ -158,6 +161,8 @@ def test_engine_windows_equal_per_step_path(method, params, window, monkeypatch)
         assert any(c is not None and c.abs().max() > 0 for c in calls)
     if method == "scaffold":
         assert windowed.method.c_i.abs().max() > 0
+    if method in ("fedcm", "mimelite"):  # the pull (Delta_t, m) is nonzero after round 1
+        assert any(c is not None and c.abs().max() > 0 for c in calls)
 
 
 def test_window_with_const_float32_round():

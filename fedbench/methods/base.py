@@ -101,6 +101,34 @@ class LocalResult:
         return self.w - self.global_w
 
 
+@dataclass(frozen=True)
+class LinearStep:
+    """A local direction affine in the engine's mini-batch gradient g (weight decay included):
+        d = scale * g + mu * (w - w^t) + local[const]
+    scale and mu plain numbers for all rows; const the name of a [K, D] tensor of
+    client_start's state that stays fixed during the round (None: no constant). FedAvg is
+    LinearStep(), FedProx LinearStep(mu=mu), SCAFFOLD LinearStep(const="scaffold_corr"), FedCM
+    LinearStep(scale=alpha, const=...)."""
+
+    scale: float = 1.0
+    mu: float = 0.0
+    const: str | None = None
+
+    @property
+    def plain(self) -> bool:
+        """Plain SGD on g, plus a fixed drift at most."""
+        return self.scale == 1 and not self.mu
+
+    def as_sgd(self, lr: float) -> tuple[float, float, float]:
+        """(lr', mu', c') with w - lr d = w - lr' (g + mu' (w - w^t) + c' local[const]): the step
+        as SGD at learning rate lr scale, mu and the constant divided by scale (scale > 0). At
+        scale 1 every number is unchanged, bit for bit."""
+        a = self.scale
+        if a == 1:
+            return lr, self.mu, 1.0
+        return lr * a, self.mu / a, 1.0 / a
+
+
 SHAPES = ("dim", "clients", "clients x dim", "value")
 
 
@@ -212,17 +240,18 @@ class Method:
                 setattr(self, name, new)
 
     # ---- device side ----
-    @property
-    def plain_local_sgd(self) -> bool:
-        """True when this round's local step is plain SGD on the gradient; the engine may then
-        fuse gradient and update (see BatchedMLP.sgd_step). Methods whose extra local term can
-        be switched off (FedProx's mu = 0) override this."""
-        return type(self).local_step is Method.local_step
+    # The Params fields local_step reads; None: unknown (all). Runs that differ only in other
+    # fields may train as one stack (fedbench.sweep.execute); plain SGD reads none.
+    local_step_params: ClassVar[tuple[str, ...] | None] = None
 
-    # A method whose local direction is g + b, with b a [k, D] tensor of client_start's state
-    # that stays fixed during the round (SCAFFOLD's c - c_i), names that key here: the engine
-    # may then take the fused SGD step and subtract lr * b after it (one extra pass, not three).
-    local_drift: str | None = None
+    def linear_step(self) -> LinearStep | None:
+        """This round's local step as d = scale g + mu (w - w^t) + local[const] (LinearStep), or
+        None when it has another form. Called after client_start, every round (FedProx's mu may
+        change). A method whose local_step is of this form says so here, and the engine may
+        then train the round without calling local_step: fused SGD steps, the MLP's window of
+        steps, the compiled loop of small models. local_step must compute the same d (a test
+        checks each registered method: tests/test_linear_step.py)."""
+        return LinearStep() if type(self).local_step is Method.local_step else None
 
     def client_start(self, ctx: RoundContext) -> dict[str, torch.Tensor]:
         return {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.base import LinearStep, Method, State, weighted_mean
 from fedbench.methods.registry import register
 
 
@@ -47,9 +47,16 @@ class FedCM(Method):
     server_lr_param = "eta_g"
     reduces_to_fedavg = {"alpha": 1.0}
 
+    def client_start(self, ctx):
+        # the fixed part (1 - alpha) Delta_t of every device's direction (a view, no copy)
+        return {"fedcm_pull": (self.delta * (1.0 - self.p.alpha)).expand(ctx.k, -1)}
+
+    def linear_step(self):
+        return LinearStep(scale=self.p.alpha, const="fedcm_pull") if self.p.alpha else None
+
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)
-        return g.mul_(self.p.alpha).add_(self.delta, alpha=1.0 - self.p.alpha)
+        return g.mul_(self.p.alpha).add_(local["fedcm_pull"])
 
     def combine(self, ctx, res):
         diff = ctx.global_w - res.w  # [K, D]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
-from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.base import LinearStep, Method, State, weighted_mean
 from fedbench.methods.registry import register
 
 TAU_EFF = ("paper", "code")
@@ -90,9 +90,8 @@ class FedNova(Method):
                 "fednova: gmf and server_momentum are both server momentum; set only one"
             )
 
-    @property
-    def plain_local_sgd(self) -> bool:
-        return self.p.mu == 0
+    def linear_step(self):
+        return LinearStep(mu=self.p.mu)
 
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)

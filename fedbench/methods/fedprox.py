@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, State
+from fedbench.methods.base import LinearStep, Method, State
 from fedbench.methods.registry import register
 
 
@@ -88,9 +88,8 @@ class FedProx(Method):
     )
     reduces_to_fedavg = {"mu": 0.0}
 
-    @property
-    def plain_local_sgd(self) -> bool:
-        return self.mu == 0  # mu may change round to round when adaptive
+    def linear_step(self):
+        return LinearStep(mu=self.mu)  # mu may change round to round when adaptive
 
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.base import LinearStep, Method, State, weighted_mean
 from fedbench.methods.registry import register
 
 
@@ -56,9 +56,17 @@ class MimeLite(Method):
     def _grad_scale(self) -> float:
         return 1.0 - self.p.beta if self.p.damped else 1.0
 
+    def client_start(self, ctx):
+        # the fixed part beta m of every device's direction (a view, no copy)
+        return {"mimelite_pull": (self.m * self.p.beta).expand(ctx.k, -1)}
+
+    def linear_step(self):
+        scale = self._grad_scale
+        return LinearStep(scale=scale, const="mimelite_pull") if scale else None
+
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)
-        return g.mul_(self._grad_scale).add_(self.m, alpha=self.p.beta)
+        return g.mul_(self._grad_scale).add_(local["mimelite_pull"])
 
     def combine(self, ctx, res):
         x = ctx.global_w

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.base import LinearStep, Method, State, weighted_mean
 from fedbench.methods.registry import register
 
 
@@ -40,11 +40,14 @@ class Scaffold(Method):
     Params = ScaffoldParams
     state = (State("c", "dim"), State("c_i", "clients x dim"))
     server_lr_param = "eta_g"
-    local_drift = "scaffold_corr"  # local_step is g + this: the engine may fuse it
+    local_step_params = ()  # eta_g is the server's
 
     def client_start(self, ctx):
         # the correction c - c_i of each sampled device; the engine slices it to the active rows
         return {"scaffold_corr": self.c - self.c_i[ctx.clients]}
+
+    def linear_step(self):
+        return LinearStep(const="scaffold_corr")
 
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)

@@ -103,7 +103,8 @@ DISPATCH_BOUND_MODELS = ("logreg", "quadratic")
 
 
 def _local_step_form(cfg: RunConfig) -> str | None:
-    """ "plain" (SGD on the gradient), "drift" (g + a fixed per-device term, SCAFFOLD), "other"
+    """ "plain" (SGD on the gradient), "drift" (a local step that reads none of the Params:
+    SCAFFOLD's g + c - c_i), "other"
     (FedProx and the like: plain only at some parameters or states, which merge_key sees
     round by round), or None for a sequential method (SFL: never stacked)."""
     from fedbench.methods import build_method
@@ -112,9 +113,9 @@ def _local_step_form(cfg: RunConfig) -> str | None:
     m = build_method(cfg.method, cfg.method_params)  # before setup: read class attributes only
     if m.sequential:
         return None
-    if m.local_drift is not None:
-        return "drift"
-    return "plain" if type(m).local_step is Method.local_step else "other"
+    if type(m).local_step is Method.local_step:
+        return "plain"
+    return "drift" if m.local_step_params == () else "other"
 
 
 def stack_key(cfg: RunConfig) -> tuple | None:
