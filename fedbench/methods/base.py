@@ -10,6 +10,9 @@ evaluation). A method only says:
   the first k rows (devices are ordered by work, so the active ones form a prefix), so a method may
   update ``local`` in place. ``grad_fn(v)`` returns (loss [k], gradient [k, D]) of the current
   mini-batch at v (already clipped and with weight decay added);
+- ``linear_step()`` (optional): the local step declared as d = scale g + mu (w - w^t) +
+  local[const] (``LinearStep``), so that the engine may train the round without calling
+  local_step (fused SGD steps, the MLP window, the compiled loop); None for any other form;
 - ``combine(ctx, res)``: the method's new global model at server learning rate 1 without server
   momentum, plus extra per-round records (scalars or lists) for rounds.parquet. ``aggregate``
   (what the engine calls) applies the composable server step after it (``server_step``);
