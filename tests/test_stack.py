@@ -273,9 +273,11 @@ def test_barrier_keeps_members_in_step_and_lets_leavers_go(monkeypatch):
     assert got[("a", 3)] == (3, "a") and got[("c", 2)] == (2, "c")
 
 
-def test_scaffold_drift_rows_merge_exactly(tmp_path, monkeypatch, merged_calls):
+@pytest.mark.parametrize("method", ["scaffold", "fedcm", "mimelite"])
+def test_rows_with_a_constant_merge_exactly(tmp_path, monkeypatch, merged_calls, method):
+    """SCAFFOLD's drift, FedCM's and MimeLite's pull (LinearStep const, per run's rows)."""
     monkeypatch.setattr(fastpath, "ENABLED", False)
-    cfgs = [small(s, method="scaffold", rounds="2") for s in range(2)]
+    cfgs = [small(s, method=method, rounds="2") for s in range(2)]
     outs = stacked_sweep(cfgs, tmp_path / "stacked")
     assert {o.status for o in outs.values()} == {"complete"} and max(merged_calls) == 2
     for cfg in cfgs:
