@@ -272,6 +272,11 @@ def calibrate(
     if param in sel.sets:
         raise FedbenchError(f"--set {param}=... fixes the parameter calibrate is to search")
     dataset = _one_dataset(spec, sel.dataset)
+    if spec.calibrated_by:
+        raise FedbenchError(
+            f"table {spec.name} takes the fit of table {spec.calibrated_by} (--calibrated); "
+            f"run: fedbench calibrate --table {spec.calibrated_by} --dataset {dataset} ..."
+        )
     cell = anchor_cell(spec, dataset, anchor, col)
     source = "paper" if target is None else "given"
     target = paper_target(cell) if target is None else float(target)
@@ -339,7 +344,8 @@ def calibrated_selection(spec, sel):
     """(selection at the fitted value, the header line saying what was fitted to which cell).
     The fit's own --set values come first, the user's next; the fitted parameter last."""
     dataset = _one_dataset(spec, sel.dataset)
-    fit = load_fit(sel.results, spec.name, dataset)
+    source = spec.calibrated_by or spec.name
+    fit = load_fit(sel.results, source, dataset)
     param, value = fit["param"], fit["value"]
     if param in sel.sets:
         raise FedbenchError(
@@ -348,10 +354,11 @@ def calibrated_selection(spec, sel):
     sets = {**fit.get("sets", {}), **sel.sets, param: value}
     preset = sel.preset or fit.get("preset")
     a = fit["anchor"]
+    where = "" if source == spec.name else f"table {source}'s cell "
     line = (
-        f"calibrated: {param} = {value:g}, fitted so that {a['row']} / {a['col']} "
+        f"calibrated: {param} = {value:g}, fitted so that {where}{a['row']} / {a['col']} "
         f"= {fit['achieved']:g} (paper {fit['target']:g}) on {dataset}, seeds "
         f"{','.join(map(str, fit['seeds']))}, {fit['runs_spent']} runs; "
-        f"every other cell is a prediction ({calibration_path(sel.results, spec.name, dataset)})"
+        f"every other cell is a prediction ({calibration_path(sel.results, source, dataset)})"
     )
     return replace(sel, dataset=dataset, preset=preset, sets=sets), line

@@ -1,6 +1,7 @@
 """fedbench calibrate: the bracket-and-bisect search on synthetic metrics, and end to end on the
 SFL quadratic where the fitted learning rate is known in closed form."""
 
+import dataclasses
 import json
 import math
 
@@ -97,6 +98,14 @@ def test_calibrate_the_quadratic_lr_end_to_end(tmp_path):
     assert line.startswith(f"calibrated: lr = {fit['value']:g}, fitted so that PFL / dist")
     with pytest.raises(FedbenchError, match="clashes with --calibrated"):
         calibrated_selection(spec, Selection(results=str(tmp_path), sets={"lr": "0.1"}))
+    # a table with no anchor of its own takes this table's fit (calibrated_by), and says so
+    other = dataclasses.replace(spec, name="quadcal-other", calibrated_by="quadcal")
+    osel, oline = calibrated_selection(other, sel)
+    assert osel.sets["lr"] == fit["value"]
+    assert "fitted so that table quadcal's cell PFL / dist" in oline
+    assert "quadcal-quadratic.json" in oline
+    with pytest.raises(FedbenchError, match="takes the fit of table quadcal"):
+        calibrate(other, sel, "pfl", "lr", target=TARGET, quiet=True)
 
 
 def test_calibrate_errors(tmp_path):

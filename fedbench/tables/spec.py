@@ -87,6 +87,10 @@ class TableSpec:
     notes: tuple[str, ...] = ()
     is_table: bool = True  # False: a figure only (fedbench plot NAME)
     claims: tuple[Claim, ...] = ()  # the paper's qualitative claims, checked over the cells
+    # the table whose fit `--calibrated` applies (None: this table's own). For a table with no
+    # anchor of its own whose setting is another table's (FedLGA's Table V reads Table VI's
+    # runs; Figs. 5 and 7 vary one setting of it and give no FMNIST number to fit to)
+    calibrated_by: str | None = None
 
     def variants(self, dataset: str | None = None) -> tuple[str, ...]:
         if dataset is None:
