@@ -229,8 +229,43 @@ def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
         ["--calibrated"],
     )
     (tmp_path / "empty").mkdir()
-    r = invoke("table", "report", "--results", tmp_path / "empty", "--out", tdir)
+    r = invoke("table", "report", "--results", tmp_path / "empty", "--out", tmp_path / "none")
     assert r.exit_code == 2 and "no paper table has finished runs" in r.output
+
+
+def test_report_of_a_table_whose_runs_are_gone_reads_its_file(tmp_path):
+    """The runs behind a table file are lost (or were made elsewhere): the report still lists the
+    table, with the file's own verdicts, scale and compute line, marked as read from the file."""
+    res, tdir = tmp_path / "results", tmp_path / "tables"
+    _stragglers_results(res)
+    r = invoke("table", "stragglers", *_stragglers_args(res), "--format", "md", "--out", tdir)
+    assert r.exit_code == 0, r.output
+    table_file = (tdir / "stragglers_synthetic-1-1.md").read_text()
+    scale = "scale: cut: rounds 5 (paper 200); N 6 (paper 30); K 3 (paper 10); seeds 0,1"
+    assert f"<!-- {scale}" in table_file  # the file carries its scale
+    r = invoke("table", "report", "--results", res, "--out", tdir)
+    from_runs = (tdir / "REPORT.md").read_text()
+    (tmp_path / "gone").mkdir()
+    r = invoke("table", "report", "--results", tmp_path / "gone", "--out", tdir)
+    assert r.exit_code == 0, r.output
+    assert "from stragglers_synthetic-1-1.md: claims: 1 of 4 reproduced" in r.output
+    text = (tdir / "REPORT.md").read_text()
+    row = "| stragglers (file) | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 of 4"
+    assert row in text and "reproduced | cut |" in text
+    assert "(from its file)" in text and f"- {scale}" in text
+    claims = from_runs[from_runs.index("**claims:") :].split("\n\n## ")[0]
+    assert claims.strip() in text  # the same verdict lines as from the runs
+    assert "- stragglers (synthetic-1-1)" not in text  # not listed as missing
+    assert "- stragglers (mnist), FedProx" in text  # its other datasets still are
+    # a file made before fedbench wrote scale or claims: reported as such
+    (tdir / "stragglers_synthetic-1-1.md").write_text(
+        "<!-- made by: fedbench table stragglers --dataset synthetic-1-1 --format md -->\n"
+        "<!-- compute: 27 runs, 11.8 min of run wall time (summed) -->\n| a |\n"
+    )
+    invoke("table", "report", "--results", tmp_path / "gone", "--out", tdir)
+    text = (tdir / "REPORT.md").read_text()
+    assert "| none in the file | ? |" in text and "- scale: not in the file" in text
+    assert "- compute: 27 runs, 11.8 min" in text and "No verdicts in the file" in text
 
 
 def test_report_lists_a_table_whose_file_covers_every_dataset_once(tmp_path):

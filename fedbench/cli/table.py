@@ -163,7 +163,11 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
     path = Path(out) / f"{table_file_name(result)}{'_calibrated' if calibrated else ''}.{ext}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = [*header_lines(cmd, device), result.compute_line(), *([fit_line] if fit_line else [])]
+    from fedbench.tables.report import table_scale
+
+    scale = [f"scale: {table_scale(result)[1]}"] if result.spec.seeds else []
+    header = [*header_lines(cmd, device), result.compute_line(), *scale]
+    header += [fit_line] if fit_line else []
     path.write_text(render_paper_table(result, fmt, header))
     click.echo(f"wrote {path}")
     echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
@@ -177,10 +181,13 @@ def _table_report(results, out, on_error):
     from fedbench.tables import claims_summary
     from fedbench.tables.report import write_report
 
-    path, entries = write_report(results, out, on_error)
+    path, entries, file_entries = write_report(results, out, on_error)
     for e in entries:
         ds = e.result.selection.dataset or "all datasets"
         click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")
+    for f in file_entries:  # no runs here: the file's own verdicts
+        claims = f.claims[0] if f.claims else "no claims in the file"
+        click.echo(f"{f.name} ({f.dataset or 'all datasets'}), from {f.file}: {claims}")
     click.echo(f"wrote {path}")
 
 

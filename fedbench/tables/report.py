@@ -3,7 +3,9 @@
 
 Which runs a table was made from is read from the "made by:" header of its files in the tables
 folder (`fedbench table NAME [options] --format md`); every table is also tried at the paper's
-own setting. A table enters the report when at least one of its cells has a finished run.
+own setting. A table enters the report when at least one of its cells has a finished run;
+a table file whose runs are not in the results folder (made elsewhere, or its runs since lost)
+enters from the file itself: its header (scale, compute) and its claims block, marked as such.
 """
 
 from __future__ import annotations
@@ -33,6 +35,67 @@ class Entry:
     @property
     def name(self) -> str:
         return self.result.spec.name
+
+
+@dataclass
+class FileEntry:
+    """A paper table known only from its file: what the file's head and claims block say."""
+
+    name: str
+    dataset: str | None
+    file: str
+    table_command: str
+    sweep_command: str
+    header: dict[str, str]  # 'made by', 'fedbench', 'device', 'compute', 'scale', 'calibrated'
+    claims: list[str]  # 'claims: k of n reproduced ...', then one line per claim
+
+    @property
+    def full(self) -> bool | None:
+        scale = self.header.get("scale")
+        return None if scale is None else scale.startswith("full")
+
+
+def read_table_file(path: Path, results: str) -> FileEntry | None:
+    """The FileEntry of a paper table's md file (None for any other file)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    cmd = _made_by(path)
+    parsed = parse_table_command(cmd, results) if cmd else None
+    if not parsed:
+        return None
+    name, sel, ignored = parsed
+    header: dict[str, str] = {}
+    for line in lines:
+        if not (line.startswith("<!-- ") and line.endswith(" -->")):
+            break
+        text = line[5:-4].strip()
+        key = next((k for k in FILE_HEADER_KEYS if text.startswith(k)), None)
+        if key:
+            header[key.rstrip(": ")] = text.removeprefix(key).strip()
+    claims: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("**claims: ") and line.endswith("**"):
+            claims.append(line.strip("*"))
+            claims += [x[2:] for x in lines[i + 1 :] if x.startswith("- ")]
+            break
+    opts = Selection(seeds=sel.seeds, preset=sel.preset, sets=sel.sets).options()
+    sweep = " ".join(
+        filter(
+            None,
+            [
+                f"fedbench sweep --table {name}",
+                f"--dataset {sel.dataset}" if sel.dataset else "",
+                opts,
+                "--calibrated" if "--calibrated" in ignored else "",
+            ],
+        )
+    )
+    return FileEntry(name, sel.dataset, path.name, cmd, sweep, header, claims)
+
+
+FILE_HEADER_KEYS = ("made by: ", "fedbench ", "device: ", "compute: ", "scale: ", "calibrated: ")
 
 
 def parse_table_command(command: str, results: str) -> tuple[str, Selection, list[str]] | None:
@@ -181,30 +244,38 @@ def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail")
     return entries
 
 
-def not_here(entries: list[Entry], tables_dir: Path | str) -> list[str]:
-    """Lines for every table and dataset with no finished run in the results folder: the command
-    that fills it, and the file in the tables folder that was made elsewhere, if any."""
-    have = {(e.name, ds) for e in entries for ds in _datasets(e)}
-    files: dict[tuple[str, str | None], str] = {}
+def from_files(entries: list[Entry], tables_dir: Path | str, results: str) -> list[FileEntry]:
+    """The tables folder's paper-table files that no entry was made from (their runs are not in
+    the results folder): reported from the file."""
+    used = {e.file for e in entries if e.file}
     folder = Path(tables_dir)
+    out = []
     for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-        cmd = _made_by(path)
-        parsed = parse_table_command(cmd, "results") if cmd else None
-        if parsed:
-            files.setdefault((parsed[0], parsed[1].dataset), path.name)
+        if path.name in used:
+            continue
+        f = read_table_file(path, results)
+        if f and TABLES[f.name].is_table and TABLES[f.name].seeds:  # tables of runs
+            out.append(f)
+    return out
+
+
+def not_here(
+    entries: list[Entry], tables_dir: Path | str, file_entries: list[FileEntry] = ()
+) -> list[str]:
+    """Lines for every table and dataset with no finished run in the results folder and no file
+    of it at the paper's setting reported instead: the command that fills it."""
+    have = {(e.name, ds) for e in entries for ds in _datasets(e)}
+    for f in file_entries:
+        if "calibrated" not in f.header:  # a calibrated file is not the paper's setting
+            have |= {(f.name, ds) for ds in ([f.dataset] if f.dataset else TABLES[f.name].datasets)}
     out = []
     for spec in TABLES.values():
         if not (spec.is_table and spec.seeds):
             continue
         for ds in spec.datasets:
-            if (spec.name, ds) in have:
-                continue
-            cmd = f"fedbench sweep --table {spec.name} --dataset {ds}"
-            line = f"- {spec.name} ({ds}), {spec.source}: `{cmd}`"
-            file = files.get((spec.name, ds)) or files.get((spec.name, None))
-            if file:
-                line += f"; `{file}` in this folder was made from runs that are not here"
-            out.append(line)
+            if (spec.name, ds) not in have:
+                cmd = f"fedbench sweep --table {spec.name} --dataset {ds}"
+                out.append(f"- {spec.name} ({ds}), {spec.source}: `{cmd}`")
     return out
 
 
@@ -215,14 +286,20 @@ def _datasets(e: Entry) -> list[str]:
 
 
 def render_report(
-    entries: list[Entry], command: str, date: str | None = None, missing: list[str] = ()
+    entries: list[Entry],
+    command: str,
+    date: str | None = None,
+    missing: list[str] = (),
+    file_entries: list[FileEntry] = (),
 ) -> str:
     lines = [f"<!-- {h} -->" for h in header_lines(command, date=date)]
     lines += [
         "# Paper tables: verdicts and scale",
         "",
         "Every paper table with finished runs in the results folder. 'full' means the runs used "
-        "the paper's rounds, devices (N, K) and seeds; 'cut' says what differs.",
+        "the paper's rounds, devices (N, K) and seeds; 'cut' says what differs. A table marked "
+        "'(file)' has no runs here: its verdicts and scale are what its file in this folder says "
+        "('?': the file predates fedbench writing its scale).",
         "",
         "| table | dataset | paper | claims | scale |",
         "|---|---|---|---|---|",
@@ -235,8 +312,17 @@ def render_report(
             f"| {name} | {ds} | {e.result.spec.source} | "
             f"{claims_summary(e.result).removeprefix('claims: ')} | {'full' if full else 'cut'} |"
         )
+    for f in file_entries:
+        spec = TABLES[f.name]
+        claims = f.claims[0].removeprefix("claims: ") if f.claims else "none in the file"
+        scale = {True: "full", False: "cut", None: "?"}[f.full]
+        name = f.name + (" (calibrated)" if "calibrated" in f.header else "") + " (file)"
+        ds = f.dataset or ", ".join(spec.datasets)
+        lines.append(f"| {name} | {ds} | {spec.source} | {claims} | {scale} |")
     for e in entries:
         lines += _section(e)
+    for f in file_entries:
+        lines += _file_section(f)
     if missing:
         lines += [
             "",
@@ -278,11 +364,35 @@ def _section(e: Entry) -> list[str]:
     return out
 
 
+def _file_section(f: FileEntry) -> list[str]:
+    spec, h = TABLES[f.name], f.header
+    calibrated = " (calibrated)" if "calibrated" in h else ""
+    out = [
+        "",
+        f"## {f.name}{calibrated} ({f.dataset or ', '.join(spec.datasets)}): {spec.source}, "
+        f"{spec.title} (from its file)",
+        "",
+        f"- the runs are not in this results folder: what follows is `{f.file}`'s own header "
+        f"and verdicts (fedbench {h.get('fedbench', '?')})",
+        *([f"- calibrated: {h['calibrated']}"] if "calibrated" in h else []),
+        f"- scale: {h.get('scale', 'not in the file (made before fedbench wrote it)')}",
+        f"- runs made by: `{f.sweep_command}`",
+        f"- table made by: `{f.table_command}` (file `{f.file}`)",
+        *([f"- compute: {h['compute']}"] if "compute" in h else []),
+    ]
+    if f.claims:
+        out += ["", f"**{f.claims[0]}**", ""] + [f"- {c}" for c in f.claims[1:]]
+    else:
+        out += ["", "No verdicts in the file (made before fedbench checked claims): rerun it."]
+    return out
+
+
 def write_report(
     results: Path | str, tables_dir: Path | str, on_error: str = "fail", date: str | None = None
 ) -> tuple[Path, list[Entry]]:
     entries = collect(results, tables_dir, on_error)
-    if not entries:
+    file_entries = from_files(entries, tables_dir, str(results))
+    if not entries and not file_entries:
         raise FedbenchError(
             f"no paper table has finished runs in {results}; run fedbench sweep --table NAME first"
         )
@@ -290,5 +400,6 @@ def write_report(
     cmd += f" --out {tables_dir}" if str(tables_dir) != "tables" else ""
     path = Path(tables_dir) / "REPORT.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(entries, cmd, date, not_here(entries, tables_dir)))
-    return path, entries
+    missing = not_here(entries, tables_dir, file_entries)
+    path.write_text(render_report(entries, cmd, date, missing, file_entries))
+    return path, entries, file_entries
