@@ -268,6 +268,25 @@ def test_report_of_a_table_whose_runs_are_gone_reads_its_file(tmp_path):
     assert "- compute: 27 runs, 11.8 min" in text and "No verdicts in the file" in text
 
 
+def test_report_prefers_a_table_file_made_from_more_runs_than_are_here(tmp_path):
+    """Some of a table file's runs are lost (or only a few were rerun): the report does not
+    replace the file's verdicts with a table of the few runs here; it reads the file."""
+    import shutil
+
+    res, tdir = tmp_path / "results", tmp_path / "tables"
+    _stragglers_results(res)
+    r = invoke("table", "stragglers", *_stragglers_args(res), "--format", "md", "--out", tdir)
+    assert r.exit_code == 0, r.output
+    invoke("table", "report", "--results", res, "--out", tdir)
+    assert "(from its file)" not in (tdir / "REPORT.md").read_text()  # all its runs are here
+    run_dirs = sorted(p for p in res.iterdir() if (p / "run.json").exists())
+    shutil.rmtree(run_dirs[0])
+    r = invoke("table", "report", "--results", res, "--out", tdir)
+    assert r.exit_code == 0, r.output
+    text = (tdir / "REPORT.md").read_text()
+    assert "| stragglers (file) | synthetic-1-1 |" in text and "(from its file)" in text
+
+
 def test_report_lists_a_table_whose_file_covers_every_dataset_once(tmp_path):
     """A table file made without --dataset covers all the table's datasets: the report does not
     add each dataset at the paper's setting again."""

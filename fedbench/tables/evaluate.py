@@ -98,21 +98,27 @@ class TableResult:
                     seen.append(c.cell.dataset)
         return seen
 
+    def _records(self) -> dict:
+        """The table's distinct runs (cells may share one), by run id."""
+        return {rec.meta.get("run_id", id(rec)): rec for c in self.cells for _, rec in c.records}
+
+    def run_count(self) -> int:
+        return len(self._records())
+
     def compute_line(self) -> str:
         """How long the table's runs took to make: their count and summed wall time."""
         from datetime import datetime
 
         seen: dict[str, float] = {}
-        for c in self.cells:
-            for _, rec in c.records:
-                m = rec.meta
-                try:
-                    wall = (
-                        datetime.fromisoformat(m["ended"]) - datetime.fromisoformat(m["started"])
-                    ).total_seconds()
-                except (KeyError, TypeError, ValueError):
-                    wall = float(rec.summary.get("total_seconds") or 0.0)
-                seen[m.get("run_id", id(rec))] = wall
+        for key, rec in self._records().items():
+            m = rec.meta
+            try:
+                wall = (
+                    datetime.fromisoformat(m["ended"]) - datetime.fromisoformat(m["started"])
+                ).total_seconds()
+            except (KeyError, TypeError, ValueError):
+                wall = float(rec.summary.get("total_seconds") or 0.0)
+            seen[key] = wall
         total = sum(seen.values())
         return f"compute: {len(seen)} runs, {total / 60:.1f} min of run wall time (summed)"
 

@@ -4,8 +4,9 @@
 Which runs a table was made from is read from the "made by:" header of its files in the tables
 folder (`fedbench table NAME [options] --format md`); every table is also tried at the paper's
 own setting. A table enters the report when at least one of its cells has a finished run;
-a table file whose runs are not in the results folder (made elsewhere, or its runs since lost)
-enters from the file itself: its header (scale, compute) and its claims block, marked as such.
+a table file whose runs are not in the results folder, or fewer of them than it was made from
+(made elsewhere, or its runs since lost), enters from the file itself: its header (scale,
+compute) and its claims block, marked as such.
 """
 
 from __future__ import annotations
@@ -239,9 +240,25 @@ def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail")
             except FedbenchError:  # no fit in this results folder: the file's runs are not here
                 continue
         result = evaluate_table(spec, results, sel, on_error=on_error, index=index)
-        if any(c.n > 0 for c in result.cells if c.cell.kind == "runs"):
-            entries.append(Entry(result, cmd, file, ignored, fit_line))
+        if not any(c.n > 0 for c in result.cells if c.cell.kind == "runs"):
+            continue
+        if file and result.run_count() < _file_run_count(Path(tables_dir) / file):
+            continue  # fewer of its runs here than the file was made from: report the file
+        entries.append(Entry(result, cmd, file, ignored, fit_line))
     return entries
+
+
+def _file_run_count(path: Path) -> int:
+    """How many runs a table file says it was made from (its 'compute: N runs' line; 0 if none)."""
+    try:
+        head = path.read_text(errors="replace").splitlines()[:8]
+    except OSError:
+        return 0
+    for line in head:
+        if line.startswith("<!-- compute: "):
+            words = line.removeprefix("<!-- compute: ").split()
+            return int(words[0]) if words and words[0].isdigit() else 0
+    return 0
 
 
 def from_files(entries: list[Entry], tables_dir: Path | str, results: str) -> list[FileEntry]:
@@ -298,7 +315,8 @@ def render_report(
         "",
         "Every paper table with finished runs in the results folder. 'full' means the runs used "
         "the paper's rounds, devices (N, K) and seeds; 'cut' says what differs. A table marked "
-        "'(file)' has no runs here: its verdicts and scale are what its file in this folder says "
+        "'(file)' has fewer of its runs here than it was made from (or none): its verdicts and "
+        "scale are what its file in this folder says "
         "('?': the file predates fedbench writing its scale).",
         "",
         "| table | dataset | paper | claims | scale |",
@@ -372,8 +390,8 @@ def _file_section(f: FileEntry) -> list[str]:
         f"## {f.name}{calibrated} ({f.dataset or ', '.join(spec.datasets)}): {spec.source}, "
         f"{spec.title} (from its file)",
         "",
-        f"- the runs are not in this results folder: what follows is `{f.file}`'s own header "
-        f"and verdicts (fedbench {h.get('fedbench', '?')})",
+        f"- its runs are not (or not all) in this results folder: what follows is `{f.file}`'s "
+        f"own header and verdicts (fedbench {h.get('fedbench', '?')})",
         *([f"- calibrated: {h['calibrated']}"] if "calibrated" in h else []),
         f"- scale: {h.get('scale', 'not in the file (made before fedbench wrote it)')}",
         f"- runs made by: `{f.sweep_command}`",
