@@ -28,11 +28,33 @@ def resolve_device(name: str) -> torch.device:
 
 
 def device_name(dev: torch.device) -> str:
+    """The device as run.json records it. On CPU: the model and the instruction set torch's
+    kernels use (float32 sums round differently under AVX2 and AVX-512, so two machines of one
+    architecture can differ in the last bits, and over 200 rounds in the second decimal), and
+    the thread count."""
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
     import platform
 
-    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    parts = [_cpu_model() or platform.processor() or platform.machine(), platform.machine()]
+    try:
+        parts.append(torch.backends.cpu.get_cpu_capability())
+    except AttributeError:  # older torch
+        pass
+    parts = list(dict.fromkeys(p for p in parts if p))  # drop repeats and blanks, keep order
+    return f"cpu ({', '.join(parts)}, {torch.get_num_threads()} threads)"
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name (Linux: /proc/cpuinfo), or None."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def stream_seed(seed: int, *keys: object) -> int:
