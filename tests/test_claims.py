@@ -287,6 +287,23 @@ def test_report_prefers_a_table_file_made_from_more_runs_than_are_here(tmp_path)
     assert "| stragglers (file) | synthetic-1-1 |" in text and "(from its file)" in text
 
 
+def test_report_keeps_a_calibrated_file_beside_the_same_table_at_the_paper_values(tmp_path):
+    """best-acc --seeds 0 and best-acc --seeds 0 --calibrated are two tables (the fit's values
+    are applied after the files are read): the report keeps both files."""
+    from fedbench.tables.report import _candidates
+
+    for name, extra in (
+        ("best-acc_fmnist.md", ""),
+        ("best-acc_fmnist_calibrated.md", " --calibrated"),
+    ):
+        (tmp_path / name).write_text(
+            "<!-- made by: fedbench table best-acc --dataset fmnist --seeds 0 --format md"
+            f"{extra} -->\n"
+        )
+    files = [c[3] for c in _candidates(tmp_path, "results") if c[3]]
+    assert files == ["best-acc_fmnist.md", "best-acc_fmnist_calibrated.md"]
+
+
 def test_report_lists_a_table_whose_file_covers_every_dataset_once(tmp_path):
     """A table file made without --dataset covers all the table's datasets: the report does not
     add each dataset at the paper's setting again."""

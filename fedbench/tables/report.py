@@ -150,7 +150,14 @@ def _candidates(
     out, seen = [], set()
 
     def add(spec, sel, cmd, file, ignored):
-        key = (spec.name, sel.dataset, sel.seeds, sel.preset, tuple(sorted(sel.sets.items())))
+        key = (
+            spec.name,
+            sel.dataset,
+            sel.seeds,
+            sel.preset,
+            tuple(sorted(sel.sets.items())),
+            "--calibrated" in ignored,  # the fit's values are applied later: not in sel yet
+        )
         if key not in seen:
             seen.add(key)
             out.append((spec, sel, cmd, file, ignored))
