@@ -67,14 +67,7 @@ def read_table_file(path: Path, results: str) -> FileEntry | None:
     if not parsed:
         return None
     name, sel, ignored = parsed
-    header: dict[str, str] = {}
-    for line in lines:
-        if not (line.startswith("<!-- ") and line.endswith(" -->")):
-            break
-        text = line[5:-4].strip()
-        key = next((k for k in FILE_HEADER_KEYS if text.startswith(k)), None)
-        if key:
-            header[key.rstrip(": ")] = text.removeprefix(key).strip()
+    header = _file_header(lines)
     claims: list[str] = []
     for i, line in enumerate(lines):
         if line.startswith("**claims: ") and line.endswith("**"):
@@ -97,6 +90,19 @@ def read_table_file(path: Path, results: str) -> FileEntry | None:
 
 
 FILE_HEADER_KEYS = ("made by: ", "fedbench ", "device: ", "compute: ", "scale: ", "calibrated: ")
+
+
+def _file_header(lines: list[str]) -> dict[str, str]:
+    """A table file's leading '<!-- key: value -->' lines, by key ('made by', 'compute', ...)."""
+    header: dict[str, str] = {}
+    for line in lines:
+        if not (line.startswith("<!-- ") and line.endswith(" -->")):
+            break
+        text = line[5:-4].strip()
+        key = next((k for k in FILE_HEADER_KEYS if text.startswith(k)), None)
+        if key:
+            header[key.rstrip(": ")] = text.removeprefix(key).strip()
+    return header
 
 
 def parse_table_command(command: str, results: str) -> tuple[str, Selection, list[str]] | None:
@@ -258,14 +264,11 @@ def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail")
 def _file_run_count(path: Path) -> int:
     """How many runs a table file says it was made from (its 'compute: N runs' line; 0 if none)."""
     try:
-        head = path.read_text(errors="replace").splitlines()[:8]
+        lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return 0
-    for line in head:
-        if line.startswith("<!-- compute: "):
-            words = line.removeprefix("<!-- compute: ").split()
-            return int(words[0]) if words and words[0].isdigit() else 0
-    return 0
+    words = _file_header(lines).get("compute", "").split()
+    return int(words[0]) if words and words[0].isdigit() else 0
 
 
 def from_files(entries: list[Entry], tables_dir: Path | str, results: str) -> list[FileEntry]:
