@@ -361,4 +361,5 @@ def calibrated_selection(spec, sel):
         f"{','.join(map(str, fit['seeds']))}, {fit['runs_spent']} runs; "
         f"every other cell is a prediction ({calibration_path(sel.results, source, dataset)})"
     )
-    return replace(sel, dataset=dataset, preset=preset, sets=sets), line
+    fitted = replace(sel, dataset=dataset, preset=preset, sets=sets, calibrated_from=sel)
+    return fitted, line

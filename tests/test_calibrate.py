@@ -96,6 +96,12 @@ def test_calibrate_the_quadratic_lr_end_to_end(tmp_path):
     fsel, line = calibrated_selection(spec, sel)
     assert fsel.sets["lr"] == fit["value"] and fsel.dataset == "quadratic"
     assert line.startswith(f"calibrated: lr = {fit['value']:g}, fitted so that PFL / dist")
+    # the commands a table prints to fill its missing cells say --calibrated, not the value
+    assert "--set" not in fsel.options() and fsel.options().endswith("--calibrated")
+    seeded = Selection(results=str(tmp_path), seeds=(0,), sets={"rounds": 5})
+    assert calibrated_selection(spec, seeded)[0].options() == (
+        f"--seeds 0 --set rounds=5 --results {tmp_path} --calibrated"
+    )
     with pytest.raises(FedbenchError, match="clashes with --calibrated"):
         calibrated_selection(spec, Selection(results=str(tmp_path), sets={"lr": "0.1"}))
     # a table with no anchor of its own takes this table's fit (calibrated_by), and says so

@@ -30,8 +30,12 @@ class Selection:
     preset: str | None = None
     sets: dict[str, Any] = field(default_factory=dict)
     results: str = "results"
+    # the user's selection when this one is at a calibrated value: commands echo it + --calibrated
+    calibrated_from: Selection | None = None
 
     def options(self) -> str:
+        if self.calibrated_from is not None:
+            return " ".join(x for x in (self.calibrated_from.options(), "--calibrated") if x)
         out = []
         if self.preset:
             out.append(f"--preset {self.preset}")
