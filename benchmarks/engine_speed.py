@@ -25,6 +25,12 @@ Threads: the run's thread policy (fedbench.threads: 1 thread for small models) u
 (0: torch's default); the loop side runs at the same count. The engine takes its compiled fast
 path where it applies (fedbench.fastpath; logreg, quadratic); --torch-path turns it off, and
 --fast-vs-torch times the two against each other. The load average is printed before and after.
+
+For an MLP (the FedLGA-FMNIST model) the comparison ends with its FLOP bound: the round's matrix
+work (forward, weight gradients, hidden-layer input gradients of every sample it trains) run as
+plain large sgemm products at the same thread count, alternated with the engine and the loop like
+the rounds; its ratio to the loop is the most any implementation of the same arithmetic could
+print here (--no-bound to skip).
 """
 
 from __future__ import annotations
@@ -81,6 +87,32 @@ def warm_state(eng: Engine, rounds: int = 2) -> State:
     for r in range(1, rounds + 1):
         eng.run_round(r)
     return eng.w.clone(), eng.buffers.clone()
+
+
+def mlp_round_flops(eng: Engine, r: int) -> float:
+    """FLOPs of the matrix work of round r's local training (an MLP, sizes d0 -> ... -> dL):
+    per sample 2 d_i d_(i+1) each for the forward and the weight gradient of every layer, and
+    for the input gradient of every layer but the first."""
+    sizes = eng.model.sizes
+    per_layer = [2 * a * b for a, b in zip(sizes, sizes[1:])]
+    per_sample = 2 * sum(per_layer) + sum(per_layer[1:])
+    samples = float((eng.plan_round(r).batch_weight > 0).sum())
+    return samples * per_sample
+
+
+def bound_round(flops: float, d0: int, d1: int):
+    """A 'round' of [1600, d0] x [d0, d1] float32 products adding up to flops: the arithmetic
+    alone, at this machine's sgemm rate, timed like the rounds it bounds."""
+    a, b = torch.randn(1600, d0), torch.randn(d0, d1)
+    n = max(1, round(flops / (2 * 1600 * d0 * d1)))
+
+    def run(r):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            a @ b
+        return time.perf_counter() - t0
+
+    return run
 
 
 def load() -> str:
@@ -214,6 +246,7 @@ def main() -> None:
     ap.add_argument("--torch-path", action="store_true", help="engine without its fast path")
     ap.add_argument("--fast-vs-torch", action="store_true", help="fast path vs torch path")
     ap.add_argument("--threads-compare", action="store_true", help="engine at 1 vs 2 threads")
+    ap.add_argument("--no-bound", action="store_true", help="skip an MLP round's FLOP bound")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -252,6 +285,23 @@ def main() -> None:
             lambda r: loop_round(eng, 100 + r, state),
             args.rounds,
         )
+        if cfg.model == "mlp" and len(eng.model.sizes) >= 3 and not args.no_bound:
+            flops = statistics.median(mlp_round_flops(eng, 100 + r) for r in range(args.rounds))
+            bound = bound_round(flops, *eng.model.sizes[:2])
+            print(f"# FLOP bound: the round's {flops / 1e9:.1f} GFLOP as [1600, d0] x [d0, d1]")
+            compare(
+                "FLOP bound vs engine",
+                bound,
+                lambda r: engine_round(eng, 100 + r, state),
+                args.rounds,
+            )
+            compare(
+                "FLOP bound vs per-client loop",
+                bound,
+                lambda r: loop_round(eng, 100 + r, state),
+                args.rounds,
+            )
+            print("# (the ratio just above: the most any implementation of this arithmetic could print)")
     if args.fast_vs_torch:
         slow = Engine(cfg, eng.data)
         slow.fastpath = False
