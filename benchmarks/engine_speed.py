@@ -301,7 +301,9 @@ def main() -> None:
                 lambda r: loop_round(eng, 100 + r, state),
                 args.rounds,
             )
-            print("# (the ratio just above: the most any implementation of this arithmetic could print)")
+            print(
+                "# (the ratio just above: the most any implementation of this arithmetic can print)"
+            )
     if args.fast_vs_torch:
         slow = Engine(cfg, eng.data)
         slow.fastpath = False
