@@ -285,7 +285,7 @@ def main() -> None:
             lambda r: loop_round(eng, 100 + r, state),
             args.rounds,
         )
-        if cfg.model == "mlp" and len(eng.model.sizes) >= 3 and not args.no_bound:
+        if cfg.model == "mlp" and not args.no_bound:  # "mlp" always has a hidden layer
             flops = statistics.median(mlp_round_flops(eng, 100 + r) for r in range(args.rounds))
             bound = bound_round(flops, *eng.model.sizes[:2])
             print(f"# FLOP bound: the round's {flops / 1e9:.1f} GFLOP as [1600, d0] x [d0, d1]")
