@@ -21,10 +21,11 @@ since the real datasets may be absent: K=10 devices of 500 samples each, B=10, 5
 (--set local_steps=... to change), plain SGD, float32. The loop side trains one nn.Module per
 device (train mode, BatchNorm's running statistics averaged like the parameters).
 
-Threads: the run's thread policy (fedbench.threads: 1 thread for small models) unless --threads N
-(0: torch's default); the loop side runs at the same count. The engine takes its compiled fast
-path where it applies (fedbench.fastpath; logreg, quadratic); --torch-path turns it off, and
---fast-vs-torch times the two against each other. The load average is printed before and after.
+Threads: the run's thread policy (fedbench.training.threads: 1 thread for small models) unless
+--threads N (0: torch's default); the loop side runs at the same count. The engine takes its
+compiled fast path where it applies (fedbench.training.fastpath; logreg, quadratic); --torch-path
+turns it off, and --fast-vs-torch times the two against each other. The load average is printed
+before and after.
 
 For an MLP (the FedLGA-FMNIST model) the comparison ends with its FLOP bound: the round's matrix
 work (forward, weight gradients, hidden-layer input gradients of every sample it trains) run as
@@ -45,10 +46,10 @@ import torch
 from fedbench.assembly import build_config
 from fedbench.data import FederatedData
 from fedbench.devices import generator, synchronize
-from fedbench.engine import Engine
 from fedbench.methods import METHODS
-from fedbench.reference import client_batches, reference_local
-from fedbench.threads import configure as configure_threads
+from fedbench.training.engine import Engine
+from fedbench.training.reference import client_batches, reference_local
+from fedbench.training.threads import configure as configure_threads
 
 State = tuple[torch.Tensor, torch.Tensor]  # global model [D] and buffers [Db] (BatchNorm)
 

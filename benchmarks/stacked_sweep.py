@@ -1,5 +1,6 @@
-"""Stacked sweep: throughput of a sweep of seeds of the default run, stacked (fedbench.stack: the
-runs' rounds train as rows of one engine pass) against one run after another.
+"""Stacked sweep: throughput of a sweep of seeds of the default run, stacked
+(fedbench.training.stack: the runs' rounds train as rows of one engine pass) against one run after
+another.
 
 Both are whole sweeps through fedbench's inline executor (engine setup, evaluation, records on
 disk included) into fresh temporary results folders, in this process, run back to back and
@@ -33,11 +34,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedbench import fastpath
 from fedbench.identity import run_id
 from fedbench.presets import get_preset
 from fedbench.sweep import InlineExecutor, plan_sweep, run_sweep
-from fedbench.threads import configure as configure_threads
+from fedbench.training import fastpath
+from fedbench.training.threads import configure as configure_threads
 
 
 def load() -> str:
@@ -105,7 +106,7 @@ def step_bound(cfgs) -> float:
     """What stacking can give at most through the torch loop, if a step cost the same for any
     number of rows: the runs' steps one after another / the stack's steps, where a stacked
     round runs as many steps as its longest device over all runs (rounds stay in step)."""
-    from fedbench.engine import Engine
+    from fedbench.training.engine import Engine
 
     engines = [Engine(cfg) for cfg in cfgs]
     alone = stacked = 0

@@ -129,7 +129,7 @@ def load_reference(path: Path) -> dict:
 def write_reference(path: Path, measured: dict, configs: dict[str, RunConfig]) -> None:
     import torch
 
-    from fedbench.results import atomic_write_json
+    from fedbench.atomic import atomic_write_json
 
     old = json.loads(path.read_text()).get("checks", {}) if path.is_file() else {}
     checks = dict(old)

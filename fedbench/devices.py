@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 
-import torch
-
 from fedbench.errors import FedbenchError
+from fedbench.lazy import torch  # checking a config's device names needs no torch
 
 
 def check_device(name: str) -> None:
+    if name in ("auto", "cpu"):  # always valid: no torch needed to say so
+        return
     try:
         dev = torch.device(name)
     except RuntimeError:

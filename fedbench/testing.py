@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 import fedbench
+from fedbench.atomic import json_safe
 from fedbench.config import RunConfig
 from fedbench.identity import config_hash, method_version, run_id
-from fedbench.results import SCHEMA_VERSION, json_safe, summarize
+from fedbench.results import SCHEMA_VERSION, summarize
 
 
 def fake_rounds(

@@ -68,7 +68,7 @@ def quad_engine(
     (a_i, b_i), F_i(w) = a_i w^2 + b_i w (a, b scalars or one per coordinate); all devices train
     each round unless k says otherwise; exact gradients, float64 (tiny_config)."""
     from fedbench.assembly import validate_config
-    from fedbench.engine import Engine
+    from fedbench.training.engine import Engine
 
     counts = counts or [1] * len(coeffs)
     rows, idx, start = [], [], 0

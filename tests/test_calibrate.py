@@ -8,11 +8,12 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from fedbench.calibrate import Point, calibrate, calibrated_selection, search
+from fedbench.calibrate import Point, calibrate, search
 from fedbench.cli import cli
 from fedbench.errors import FedbenchError
 from fedbench.results import RunIndex
 from fedbench.tables import TABLES, PlotSpec, Selection, TableSpec, runs
+from fedbench.tables.calibration import calibrated_selection
 
 
 def metric(fn):

@@ -15,9 +15,9 @@ from fedbench.data import load_federated
 from fedbench.data.leaf import ALL_LETTERS
 from fedbench.data.quadratic import GROUPS, quadratic_coeffs, x_star
 from fedbench.data.transforms import ImagePipeline, crop_flip
-from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.presets import get_preset
+from fedbench.training.engine import Engine
 
 CPU = torch.device("cpu")
 

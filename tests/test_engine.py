@@ -4,8 +4,8 @@ import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench.engine import Engine
-from fedbench.reference import reference_round
+from fedbench.training.engine import Engine
+from fedbench.training.reference import reference_round
 
 
 @pytest.mark.parametrize("method,params", [("fedavg", {}), ("fedprox", {"mu": 0.5})])

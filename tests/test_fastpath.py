@@ -1,13 +1,13 @@
-"""The compiled small-model rounds (fedbench.fastpath) equal the engine's torch per-step path,
-and the engine's step windows (model.sgd_steps) equal single steps."""
+"""The compiled small-model rounds (fedbench.training.fastpath) equal the engine's torch per-step
+path, and the engine's step windows (model.sgd_steps) equal single steps."""
 
 import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench import fastpath
 from fedbench.data import FederatedData
-from fedbench.engine import Engine
+from fedbench.training import fastpath
+from fedbench.training.engine import Engine
 
 # float32: the two paths round differently (sum orders, fused multiply-adds); over 3 rounds of
 # up to 3 epochs here the models stayed within 7.2e-7 (1e-7 over a default-run round)
@@ -88,9 +88,10 @@ def test_fast_path_declines_what_it_does_not_reproduce(cfg_kw):
     plan = eng.plan_round(1)
     ctx = eng.context(1, plan, eng.lr_at(1))
     w = eng.w.expand(plan.k, -1).clone()
-    local = eng.method.client_start(ctx)
-    assert fastpath.run_round(eng, ctx, plan, w, local) is None
-    assert torch.equal(w, eng.w.expand(plan.k, -1))
+    eng.method.client_start(ctx)
+    step = eng.method.linear_step()
+    assert not fastpath.eligible(eng, step, w)
+    assert eng.round_path(step, w, None) != "compiled"
 
 
 @pytest.mark.parametrize("method", ["fedavg", "scaffold"])  # SCAFFOLD's drift: single steps
@@ -132,9 +133,9 @@ def test_default_sgd_steps_is_single_steps_on_active_prefixes():
 
 
 def test_thread_policy(monkeypatch):
-    from fedbench import threads
     from fedbench.models import BatchedCNN
     from fedbench.models.mlp import BatchedMLP
+    from fedbench.training import threads
 
     monkeypatch.setattr(threads, "_settings", {})
     cfg = tiny_config(clients_per_round=10, batch_size=10)
@@ -143,7 +144,7 @@ def test_thread_policy(monkeypatch):
     threads.configure(None, budget=2)
     assert threads.choose(BatchedMLP([60, 10]), cfg) == 1
     assert threads.choose(BatchedMLP([784, 400, 10]), cfg) == 1  # the FedLGA MLP
-    monkeypatch.setattr("fedbench.threads.cpu_cores", lambda: 4)
+    monkeypatch.setattr("fedbench.training.threads.cpu_cores", lambda: 4)
     assert threads.choose(BatchedCNN(10, (1, 28, 28)), cfg) == 2  # the budget
     # not the machine's load: the same config on the same machine takes the same thread count
     monkeypatch.setattr("os.getloadavg", lambda: (3.4, 0.0, 0.0), raising=False)
@@ -161,8 +162,8 @@ def test_train_records_thread_count(tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    from fedbench import threads
     from fedbench.cli import cli
+    from fedbench.training import threads
 
     monkeypatch.setattr(threads, "_settings", {})
     before = torch.get_num_threads()

@@ -3,7 +3,7 @@
 import torch
 
 from fedbench.config import RunConfig
-from fedbench.hetero import sample_work
+from fedbench.training.hetero import sample_work
 
 
 def test_fedlga_exact_slow_count_and_tau_range():

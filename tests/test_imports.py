@@ -1,7 +1,8 @@
 """fedbench's modules import each other without cycles, and the light ones without torch.
 
-What counts as an import: every `import` / `from ... import` in a module, at its top level or
-inside a function, except under `if TYPE_CHECKING:` (never executed). A function-level import
+What counts as an import: every `import` / `from ... import` in a module, at its top level,
+inside a function or under `if TYPE_CHECKING:` (a type hint that names a module is a dependency
+of the reader, and a circle through one is a circle in the design). A function-level import
 is still a dependency (it runs on first call); deferring one to break a cycle only hides the
 cycle (as presets <-> config and config -> methods -> config once were), so the test refuses it.
 Deferring an import for speed (torch-heavy modules) is fine as long as it points downward.
@@ -31,28 +32,9 @@ def module_names() -> dict[str, Path]:
     return out
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-    )
-
-
 def _imports(tree: ast.AST):
-    """Every import node, skipping `if TYPE_CHECKING:` blocks."""
-    for node in ast.iter_child_nodes(tree):
-        if _type_checking_only(node):
-            yield from (i for n in node.orelse for i in _imports_in(n))
-            continue
-        yield from _imports_in(node)
-
-
-def _imports_in(node: ast.AST):
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        yield node
-    else:
-        yield from _imports(node)
+    """Every import node anywhere in the tree (functions and TYPE_CHECKING blocks included)."""
+    return (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
 def _targets(node: ast.Import | ast.ImportFrom, importer: str, is_pkg: bool) -> list[str]:
@@ -156,3 +138,72 @@ def test_indexing_runs_does_not_import_torch(tmp_path):
         f"from fedbench.results import RunIndex\nassert len(RunIndex({str(tmp_path)!r})) == 1000"
     )
     assert "torch" not in loaded
+
+
+# The import direction, lowest first: a module may import its own layer and those below it.
+# training and tables/plots are siblings: training never reads tables, reading never trains.
+LAYERS = (
+    ("fedbench.errors", "fedbench.atomic", "fedbench.lazy", "fedbench.names"),
+    ("fedbench.config", "fedbench.devices"),
+    ("fedbench.data", "fedbench.models", "fedbench.methods", "fedbench.presets"),
+    ("fedbench.assembly", "fedbench.identity"),
+    ("fedbench.results",),
+    ("fedbench.training", "fedbench.tables", "fedbench.plots", "fedbench.testing"),
+    ("fedbench.papers",),
+    ("fedbench.sweep",),
+    ("fedbench.calibrate", "fedbench.check"),
+    ("fedbench.cli", "fedbench.__main__"),
+)
+SIBLINGS_APART = (("fedbench.training", ("fedbench.tables", "fedbench.plots")),)
+
+
+def _layer(module: str) -> tuple[int, str]:
+    for i, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if module == prefix or module.startswith(prefix + "."):
+                return i, prefix
+    raise AssertionError(f"{module} is in no layer of LAYERS: add it where it belongs")
+
+
+def test_imports_point_down_the_layers():
+    up = []
+    for mod, deps in import_graph().items():
+        if mod == "fedbench":
+            continue
+        (lm, pm) = _layer(mod)
+        for dep in deps:
+            if dep == "fedbench":
+                continue
+            (ld, pd_) = _layer(dep)
+            if ld > lm:
+                up.append(f"{mod} -> {dep}")
+            for a, apart in SIBLINGS_APART:
+                if (pm == a and pd_ in apart) or (pd_ == a and pm in apart):
+                    up.append(f"{mod} -> {dep} (siblings)")
+    assert not up, "imports against the layers: " + "; ".join(sorted(up))
+
+
+def test_methods_name_nothing_of_training():
+    """methods/base.py is the whole contract: no method module names the engine, not even in a
+    type hint."""
+    graph = import_graph()
+    bad = [
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        if m.startswith("fedbench.methods")
+        for d in deps
+        if d.startswith("fedbench.training")
+    ]
+    assert not bad, bad
+
+
+def test_reading_a_table_imports_no_torch(tmp_path):
+    """`fedbench table quadratic` computes Table 2 from the generator's arrays and reads runs:
+    no torch (4 s of imports) for reading results (as `python -X importtime -m fedbench table
+    quadratic` shows)."""
+    loaded = _modules_after(
+        "from fedbench.cli import cli\n"
+        f"cli(['table', 'quadratic', '--results', {str(tmp_path)!r}], standalone_mode=False)"
+    )
+    assert "torch" not in loaded
+    assert {"fedbench.tables.evaluate", "fedbench.data.quadratic"} <= loaded

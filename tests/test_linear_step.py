@@ -7,9 +7,9 @@ import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench.engine import Engine
 from fedbench.methods import registry
 from fedbench.methods.base import LinearStep, Method
+from fedbench.training.engine import Engine
 
 # parameters at which each method's local step has its extra terms switched on
 PARAMS = {

@@ -14,7 +14,6 @@ import torch
 from conftest import quadratic_data, tiny_config, tiny_data
 
 from fedbench.assembly import apply_overrides, validate_config
-from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.methods import (
     METHODS,
@@ -29,6 +28,7 @@ from fedbench.methods import (
     weighted_mean,
 )
 from fedbench.methods.base import SERVER_MOMENTUM
+from fedbench.training.engine import Engine
 
 ALL = list(METHODS)
 # parameters that switch on state a method's defaults leave idle (the round trip tries both)
@@ -293,7 +293,7 @@ def test_server_step_settings_one_line_errors(method, params, overrides, message
 def test_methods_reach_the_engine_only_through_services():
     for cls in METHODS.values():
         src = inspect.getsource(inspect.getmodule(cls))
-        assert "ctx.engine" not in src and "fedbench.engine" not in src, cls.name
+        assert "ctx.engine" not in src and "fedbench.training.engine" not in src, cls.name
 
 
 class StubServices:

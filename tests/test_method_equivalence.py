@@ -7,8 +7,8 @@ import torch
 from conftest import tiny_config, tiny_data
 
 from fedbench.assembly import build_config
-from fedbench.engine import Engine
 from fedbench.methods import METHODS
+from fedbench.training.engine import Engine
 
 REDUCE_TO_FEDAVG = {
     "fedlga": {},  # all tau_i = 1: no correction
@@ -57,7 +57,7 @@ def test_scaffold_fused_step_equals_its_plain_step():
 def test_every_method_on_fedlga_fmnist(method, fmnist_available, tmp_path):
     """fedbench train --preset fedlga-fmnist --method M --rounds 20: finite loss and the
     method's own per-round fields in the records."""
-    from fedbench.runner import train
+    from fedbench.training.runner import train
 
     cfg = build_config("fedlga-fmnist", None, {"method": method, "rounds": "20"})
     meta, df = train(cfg, tmp_path)

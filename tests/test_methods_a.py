@@ -12,9 +12,9 @@ import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS, method_params
+from fedbench.training.engine import Engine
 
 TOL = 1e-10
 # (a_i, b_i) and the number of copies n_i each device holds

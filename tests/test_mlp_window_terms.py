@@ -9,9 +9,9 @@ import torch
 from conftest import tiny_config, tiny_data
 from test_mlp_window import active_at, make_steps
 
-from fedbench.engine import Engine
 from fedbench.models.base import BatchedModel
 from fedbench.models.mlp import BatchedMLP
+from fedbench.training.engine import Engine
 
 
 def run_per_step(model, w, xs, ys, bws, n_steps, lr, wd, const):

@@ -11,7 +11,6 @@ from torch import nn
 from fedbench.assembly import validate_config
 from fedbench.data import FederatedData
 from fedbench.devices import generator
-from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
 from fedbench.models import (
     BatchedCNN,
@@ -21,7 +20,8 @@ from fedbench.models import (
     build_model,
 )
 from fedbench.models.lstm import char_lstm, sent_lstm
-from fedbench.reference import client_batches, reference_local, reference_round
+from fedbench.training.engine import Engine
+from fedbench.training.reference import client_batches, reference_local, reference_round
 
 K = 3
 DT = torch.float64

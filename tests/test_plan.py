@@ -1,5 +1,5 @@
-"""Round planning is pure (fedbench.plan): a function of the config, the devices' data and the
-round, with no model or engine; the engine and the per-device reference loop share it."""
+"""Round planning is pure (fedbench.training.plan): a function of the config, the devices' data and
+the round, with no model or engine; the engine and the per-device reference loop share it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench import plan as planning
-from fedbench.engine import Engine
+from fedbench.training import plan as planning
+from fedbench.training.engine import Engine
 
-ROOT = Path(__file__).resolve().parents[1] / "fedbench"
+ROOT = Path(__file__).resolve().parents[1] / "fedbench" / "training"
 
 
 def fedbench_imports(module: str) -> set[str]:
@@ -39,14 +39,14 @@ def fedbench_imports(module: str) -> set[str]:
 
 def test_plan_needs_no_engine_model_or_method():
     deps = fedbench_imports("plan")
-    assert not {d for d in deps if d.startswith(("fedbench.engine", "fedbench.models"))}
+    assert not {d for d in deps if d.startswith(("fedbench.training.engine", "fedbench.models"))}
     assert not {d for d in deps if d.startswith(("fedbench.methods", "fedbench.data"))}
 
 
 def test_reference_loop_uses_plan_alone():
     deps = fedbench_imports("reference")
-    assert not {d for d in deps if d.startswith("fedbench.engine")}
-    assert "fedbench.plan" in deps
+    assert not {d for d in deps if d.startswith("fedbench.training.engine")}
+    assert "fedbench.training.plan" in deps
 
 
 def test_plan_from_config_and_data_equals_the_engines():

@@ -10,7 +10,7 @@ from fedbench import config
 from fedbench.data import DATASETS
 from fedbench.errors import FedbenchError
 from fedbench.models import MODELS
-from fedbench.registry import Registry
+from fedbench.names import Registry
 
 
 def test_dataset_registry_matches_the_config():

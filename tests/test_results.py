@@ -9,7 +9,7 @@ from fedbench.assembly import build_config
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash, run_id
 from fedbench.results import load_summaries, read_run, summarize
-from fedbench.runner import train
+from fedbench.training.runner import train
 
 TIMING = ["round_seconds", "cum_seconds", "eval_seconds"]
 
@@ -100,7 +100,7 @@ def test_atomic_writes_leave_no_temp_file_and_readable_permissions(tmp_path):
     import os
     import stat
 
-    from fedbench.results import atomic_write_json
+    from fedbench.atomic import atomic_write_json
 
     path = tmp_path / "r" / "run.json"
     atomic_write_json(path, {"a": 1})

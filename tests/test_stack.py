@@ -1,5 +1,6 @@
-"""Stacked runs (fedbench.stack): a sweep's runs trained as rows of one engine pass give exactly
-the numbers of separate runs, leave the stack cleanly however they end, and group by stack_key."""
+"""Stacked runs (fedbench.training.stack): a sweep's runs trained as rows of one engine pass give
+exactly the numbers of separate runs, leave the stack cleanly however they end, and group by
+stack_key."""
 
 import dataclasses
 import json
@@ -11,14 +12,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from fedbench import fastpath, stack
 from fedbench.assembly import build_config
 from fedbench.cli import cli
-from fedbench.engine import Engine
 from fedbench.identity import run_id
-from fedbench.runner import train
 from fedbench.sweep import InlineExecutor, plan_sweep, run_sweep
 from fedbench.sweep.execute import stack_groups, stack_key
+from fedbench.training import fastpath, stack
+from fedbench.training.engine import Engine
+from fedbench.training.runner import train
 
 # the default run, small: 10 devices, 5 a round, 2 epochs, stragglers (rows of uneven work)
 SMALL = {

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from fedbench.assembly import build_config
-from fedbench.claims import RunClaim
 from fedbench.cli import cli
 from fedbench.identity import run_id
+from fedbench.results.locks import RunClaim
 from fedbench.sweep import (
     InlineExecutor,
     PoolExecutor,

@@ -199,9 +199,9 @@ _RUNS: dict[str, tuple[dict, object]] = {}  # contract key -> (summary, rounds l
 
 def _record(cfg: RunConfig, results) -> tuple[dict, object]:
     """Run cfg once on its stand-in (cached by contract key) and read it back as tables do."""
-    from fedbench.engine import Engine
     from fedbench.results import RunIndex
-    from fedbench.runner import train
+    from fedbench.training.engine import Engine
+    from fedbench.training.runner import train
 
     key = contract_key(cfg)
     if key not in _RUNS:

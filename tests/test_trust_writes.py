@@ -25,9 +25,9 @@ from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash, run_id
 from fedbench.methods import METHODS, method_class
 from fedbench.results import RunIndex, load_summaries
-from fedbench.runner import RunExists, _recover, diverged, train
 from fedbench.sweep import Plan, SweepReport, plan_sweep, recheck_busy, run_sweep, summary_line
 from fedbench.testing import fake_rounds, write_fake_run
+from fedbench.training.runner import RunExists, _recover, diverged, train
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "golden" / "method_versions.json"
@@ -272,7 +272,7 @@ def test_overwrite_killed_with_sigkill_leaves_the_old_run(tmp_path):
 
 
 def test_overwrite_swaps_in_the_new_run_and_a_failed_one_keeps_the_old(tmp_path, monkeypatch):
-    from fedbench.engine import Engine
+    from fedbench.training.engine import Engine
 
     cfg = tiny()
     res = tmp_path / "r"
@@ -298,7 +298,7 @@ def test_overwrite_swaps_in_the_new_run_and_a_failed_one_keeps_the_old(tmp_path,
 
 @pytest.mark.parametrize("where", ["eval_record", "run_round"])
 def test_any_crash_after_the_claim_is_recorded_failed(tmp_path, monkeypatch, where):
-    from fedbench.engine import Engine
+    from fedbench.training.engine import Engine
 
     def boom(self, *a):
         raise RuntimeError(f"boom in {where}")
@@ -447,7 +447,7 @@ def test_a_loss_grown_by_orders_of_magnitude_is_diverged_not_complete(tmp_path):
 
 
 def test_the_final_summary_rereads_the_claims(tmp_path):
-    from fedbench.claims import CLAIMS_DIR, _proc_start
+    from fedbench.results.locks import CLAIMS_DIR, _proc_start
 
     cfg = tiny()
     res = tmp_path / "r"

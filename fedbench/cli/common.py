@@ -106,7 +106,7 @@ def apply_calibration(spec, sel, calibrated: bool):
     """(selection, header line): unchanged without --calibrated."""
     if not calibrated:
         return sel, None
-    from fedbench.calibrate import calibrated_selection
+    from fedbench.tables.calibration import calibrated_selection
 
     return calibrated_selection(spec, sel)
 

@@ -60,8 +60,8 @@ def train(
       fedbench train --preset fedprox-synthetic --method fedprox --set mu=1 --set s=0.9
       fedbench train --config my_run.toml --set lr=0.03
     """
-    from fedbench import threads as thread_policy
     from fedbench.assembly import build_config
+    from fedbench.training import threads as thread_policy
 
     flags = {
         "method": method,
@@ -99,10 +99,10 @@ def _progress(quiet: bool):
 
 def _train_with_progress(cfg, results: Path, overwrite: bool, quiet: bool) -> None:
     from fedbench.data import data_fingerprint
-    from fedbench.engine import Engine
-    from fedbench.runner import check_not_done
-    from fedbench.runner import train as run_train
     from fedbench.tables import fmt_cell
+    from fedbench.training.engine import Engine
+    from fedbench.training.runner import check_not_done
+    from fedbench.training.runner import train as run_train
 
     fp = data_fingerprint(cfg, compute=False)  # known if this data was loaded before
     if fp is not None:

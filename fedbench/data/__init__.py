@@ -20,15 +20,18 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from fedbench.config import RunConfig
 from fedbench.data import partition as part
 from fedbench.data.registry import DATASETS, Arrays, DatasetSpec, register_dataset
-from fedbench.data.transforms import STATS, ImagePipeline
 from fedbench.errors import FedbenchError, reading
+from fedbench.lazy import torch  # loaded when tensors are made: reading arrays needs none
+
+if TYPE_CHECKING:
+    from fedbench.data.transforms import ImagePipeline
 
 
 @dataclass
@@ -130,6 +133,8 @@ def describe_partition(cfg: RunConfig) -> str:
 
 
 def _image_pipeline(cfg: RunConfig, dtype: torch.dtype) -> ImagePipeline:
+    from fedbench.data.transforms import STATS, ImagePipeline
+
     stats = {"dataset": STATS.get(cfg.dataset), "imagenet": STATS["imagenet"], "none": None}
     mean, std = stats[cfg.normalize] or (None, None)
     return ImagePipeline(mean, std, augment=cfg.augment, resize=cfg.resize, dtype=dtype)
@@ -356,7 +361,7 @@ def _read_memo() -> dict:
 
 
 def _remember(cfg: RunConfig, names: set[str], files: list[list], fp: str) -> None:
-    from fedbench.results import atomic_write_json
+    from fedbench.atomic import atomic_write_json
 
     memo = _read_memo()
     fields_read = {n: _plain(getattr(cfg, n)) for n in sorted(names)}
@@ -404,8 +409,10 @@ def data_fingerprint(cfg: RunConfig, compute: bool = True) -> str | None:
     return load_fingerprinted(cfg)[1]
 
 
-# every loader module registers its datasets on import
+# every loader module registers its datasets on import; the image pipeline registers nothing
+# and needs torch, which reading arrays (tables computed from the data) does not
 for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+    if _mod.name != "transforms":
+        importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = ["DATASETS", "Arrays", "DatasetSpec", "FederatedData", "register_dataset"]

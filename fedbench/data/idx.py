@@ -12,12 +12,12 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import cache_root
 from fedbench.data.registry import Arrays, register_dataset
 from fedbench.errors import FedbenchError
+from fedbench.lazy import torch
 
 FILES = {
     "train_x": "train-images-idx3-ubyte",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.registry import Registry
+from fedbench.names import Registry
 
 
 @dataclass

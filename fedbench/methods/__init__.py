@@ -7,7 +7,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from fedbench.methods.base import LocalResult, Method, RoundContext, Setup, State, weighted_mean
+from fedbench.methods.base import (
+    EngineServices,
+    LocalResult,
+    Method,
+    RoundContext,
+    Setup,
+    State,
+    weighted_mean,
+)
 from fedbench.methods.registry import (
     METHODS,
     build_method,
@@ -18,14 +26,12 @@ from fedbench.methods.registry import (
     register,
 )
 
-# services (what methods may ask of the engine) registers nothing and needs torch at import:
-# the engine imports it, so that importing the registry (and hashing a config) needs no torch
 for _mod in pkgutil.iter_modules(__path__):
-    if _mod.name != "services":
-        importlib.import_module(f"{__name__}.{_mod.name}")
+    importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
     "METHODS",
+    "EngineServices",
     "LocalResult",
     "Method",
     "RoundContext",

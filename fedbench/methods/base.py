@@ -24,7 +24,7 @@ evaluation). A method only says:
   super() first.
 
 What a method may ask of the engine (full-batch gradients, the global training loss, ...) is
-``ctx.services`` (fedbench.methods.services.EngineServices), never the engine itself.
+``ctx.services`` (EngineServices, below), never the engine itself.
 
 Parameters live in a frozen dataclass ``Params`` whose ``__post_init__`` rejects bad values with a
 one-line FedbenchError; every field has a default and metadata {"help": ...}.
@@ -38,14 +38,13 @@ bumps ``version`` by one (stored runs then no longer count as done, and are reru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
-    from fedbench.methods.services import EngineServices
 
 # w -> (loss, gradient); a string, so that defining it needs no torch
 GradFn = "Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]"
@@ -61,6 +60,26 @@ class Setup:
     dtype: torch.dtype
     cfg: RunConfig | None
     client_sizes: torch.Tensor  # [N] samples per device (on device)
+
+
+class EngineServices(Protocol):
+    """Everything a method may ask of the training side during a round (ctx.services): passes
+    over a whole dataset. fedbench.training.evaluation.RoundServices implements it; a test may
+    pass any object with these methods."""
+
+    def full_batch_grads(
+        self, w: torch.Tensor, clients: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each listed device's full local (loss [k], gradient [k, D]) at w ([D] or [k, D])."""
+
+    def train_loss(
+        self, w: torch.Tensor, ctx: RoundContext | None = None, res: LocalResult | None = None
+    ) -> float:
+        """Mean cross-entropy over all training data at w; given the round (ctx, res), models
+        with buffers (BatchNorm) use the buffers that round produces, else the global ones."""
+
+    def gradient_dissimilarity(self, w: torch.Tensor) -> float:
+        """(1/N) sum_k |g - g_k|^2 over all N devices' full-batch gradients at w."""
 
 
 @dataclass

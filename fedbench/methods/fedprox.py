@@ -12,7 +12,7 @@ Extras (off by default):
   Records `mu` (the value used in the round) and `global_train_loss`.
 - dissimilarity=True (trainers/fedprox.py, spec §3.7): every round, at the round's starting global
   model, records "dissimilarity" = (1/N) sum_k |g - g_k|^2 over all N devices' full-batch
-  gradients, g = sum n_k g_k / sum n_k (fedbench.metrics.gradient_dissimilarity).
+  gradients, g = sum n_k g_k / sum n_k (fedbench.training.evaluation.gradient_dissimilarity).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ looks the name up."""
 
 from __future__ import annotations
 
-from fedbench.registry import Registry
+from fedbench.names import Registry
 
 MODELS: Registry = Registry("model")
 register_model = MODELS.register

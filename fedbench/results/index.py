@@ -399,7 +399,7 @@ def summary_frame(index: RunIndex) -> pd.DataFrame:
                     "seed": cfg.get("seed"),
                     "method_params": json.dumps(cfg.get("method_params", {}), sort_keys=True),
                     **{k: summary.get(k) for k in SUMMARY_KEYS},
-                    # above 1: trained in a stack (fedbench.stack), seconds include stack-mates'
+                    # above 1: trained in a stack (training/stack.py), seconds include stack-mates'
                     "stack_size": rec.meta.get("stack_size", 1),
                 }
             )

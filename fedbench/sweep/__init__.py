@@ -3,8 +3,8 @@
 Planning: every wanted config is looked up in results/ by its canonical config hash; finished
 runs (complete or diverged, with a readable rounds.parquet) are skipped, runs a live process
 elsewhere has claimed are left to it, everything else (never run, killed half way, failed
-before) is run. Each run goes through fedbench.runner.train, which claims it (claims.py) and
-writes its files atomically, so a killed sweep resumes by being started again and several
+before) is run. Each run goes through fedbench.training.runner.train, which claims it (claims.py)
+and writes its files atomically, so a killed sweep resumes by being started again and several
 sweeps can share one results folder.
 
 Executors: `inline` (this process, one run after another), `pool` (--jobs N spawned worker
@@ -33,7 +33,6 @@ from fedbench.sweep.grid import (
     parse_list,
     table_configs,
 )
-from fedbench.sweep.plan import Plan, plan_sweep
 from fedbench.sweep.run import (
     SweepReport,
     recheck_busy,
@@ -41,6 +40,7 @@ from fedbench.sweep.run import (
     summary_line,
     summary_table,
 )
+from fedbench.sweep.todo import Plan, plan_sweep
 
 __all__ = [
     "InlineExecutor",

@@ -47,13 +47,13 @@ def execute_run(
     that it crosses process and Ray boundaries."""
     import dataclasses
 
-    from fedbench.claims import RunBusy
     from fedbench.config import config_from_dict
-    from fedbench.runner import RunExists, train
+    from fedbench.results.locks import RunBusy
+    from fedbench.training.runner import RunExists, train
 
     t0 = time.perf_counter()
     cfg = config_from_dict(cfg_dict)
-    from fedbench import threads as thread_policy
+    from fedbench.training import threads as thread_policy
 
     thread_policy.configure(threads or _WORKER.get("threads"), _WORKER.get("budget"))
     device = device or _WORKER.get("device")
@@ -73,11 +73,11 @@ def execute_run(
     return dataclasses.asdict(out)
 
 
-# ---------------------------------------------------------------- stacked runs (fedbench.stack)
+# ------------------------------------------------------- stacked runs (fedbench.training.stack)
 
 # Config fields that never change what a round's local step computes row by row (which runs
-# a stack can merge is decided again at every round by fedbench.stack.merge_key, exactly; this
-# key only picks who shares a stack): the seeds, the heterogeneity draws' parameters, how long
+# a stack can merge is decided again at every round by fedbench.training.stack.merge_key, exactly;
+# this key only picks who shares a stack): the seeds, the heterogeneity draws' parameters, how long
 # a run lasts and what it evaluates, the preset's name. Everything else (data set and
 # partition, model, K, E, B, lr and its decay, momentum, clipping, dtype, device, server
 # step) must be equal. Method parameters are dropped only for methods whose local step is
@@ -135,8 +135,8 @@ def stack_pays(cfg: RunConfig) -> bool:
     models whose rounds go through the torch loop (a GPU, or FEDBENCH_FASTPATH=0) with a local
     step that always merges. On CPU the compiled fast path already runs such rounds without
     dispatch (stacking: ~1x), and bigger models' rounds are bound by their GEMMs (~1x)."""
-    from fedbench import fastpath
     from fedbench.devices import resolve_device
+    from fedbench.training import fastpath
 
     if cfg.model not in DISPATCH_BOUND_MODELS or _local_step_form(cfg) not in ("plain", "drift"):
         return False
@@ -148,9 +148,9 @@ def stack_groups(
     todo: list[RunConfig], stack: bool | None, max_runs: int | None = None
 ) -> list[list[RunConfig]]:
     """The todo list as stacks, in todo order of their first run: runs with one stack_key
-    together (at most max_runs, default fedbench.stack.MAX_RUNS), the rest alone. stack None:
-    only where stack_pays; False: every run alone."""
-    from fedbench.stack import MAX_RUNS
+    together (at most max_runs, default fedbench.training.stack.MAX_RUNS), the rest alone. stack
+    None: only where stack_pays; False: every run alone."""
+    from fedbench.training.stack import MAX_RUNS
 
     cap = max_runs or MAX_RUNS
     groups: dict[object, list[list[RunConfig]]] = {}
@@ -177,10 +177,10 @@ def execute_stack(
     on_round: Callable[[dict], None] | None = None,
 ) -> None:
     """Run cfgs as one stack: one thread each, their rounds' local training merged
-    (fedbench.stack). Each run is an ordinary execute_run (claim, folder, records)."""
+    (fedbench.training.stack). Each run is an ordinary execute_run (claim, folder, records)."""
     import threading
 
-    from fedbench.stack import Stack
+    from fedbench.training.stack import Stack
 
     stack = Stack(len(cfgs))
     errors: list[BaseException] = []  # from the callbacks (execute_run never raises)
@@ -234,9 +234,9 @@ OnDone = Callable[[RunConfig, Outcome], None]
 
 
 class InlineExecutor:
-    """One run (or one stack of runs, fedbench.stack) after another in this process (per-round
-    progress available). stack: True stacks every group stack_key allows, False none, None
-    (default) those where stacking pays (stack_pays)."""
+    """One run (or one stack of runs, fedbench.training.stack) after another in this process
+    (per-round progress available). stack: True stacks every group stack_key allows, False none,
+    None (default) those where stacking pays (stack_pays)."""
 
     name = "inline"
 
@@ -269,8 +269,8 @@ class PoolExecutor:
 
     def __init__(self, jobs: int, threads: int | None = None):
         self.jobs = jobs
-        self.threads = threads  # else fedbench.threads chooses, within cores // jobs
-        from fedbench.threads import cpu_cores  # imports torch
+        self.threads = threads  # else fedbench.training.threads chooses, within cores // jobs
+        from fedbench.training.threads import cpu_cores  # imports torch
 
         self.budget = max(1, cpu_cores() // jobs)
 
@@ -399,8 +399,8 @@ def make_executor(
     cpus_per_run: float = 1,
     stack: bool | None = None,
 ):
-    """stack: stacked runs (fedbench.stack) in the inline executor only: pool workers and Ray
-    tasks run one config each (stack: True there is refused)."""
+    """stack: stacked runs (fedbench.training.stack) in the inline executor only: pool workers and
+    Ray tasks run one config each (stack: True there is refused)."""
     if jobs < 1:
         raise FedbenchError(f"--jobs must be >= 1, got {jobs}")
     if stack and (executor == "ray" or jobs > 1):

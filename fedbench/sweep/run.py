@@ -11,7 +11,7 @@ from pathlib import Path
 from fedbench.config import RunConfig
 from fedbench.identity import run_id
 from fedbench.sweep.execute import InlineExecutor, Outcome
-from fedbench.sweep.plan import Plan
+from fedbench.sweep.todo import Plan
 
 # ---------------------------------------------------------------- the sweep with progress
 
@@ -147,7 +147,7 @@ def recheck_busy(report: SweepReport, results: Path | str) -> None:
     sweep tried to claim them), so that a summary printed after everything finished does not
     say "running elsewhere": a run still claimed stays busy, a finished one counts as already
     done, one whose claim is gone unfinished (that sweep failed or was killed) is `left`."""
-    from fedbench.claims import claimed_elsewhere
+    from fedbench.results.locks import claimed_elsewhere
 
     plan = report.plan
     ids = plan.busy + [o.run_id for o in report.outcomes if o.status == "busy"]

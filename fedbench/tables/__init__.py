@@ -10,13 +10,8 @@ from __future__ import annotations
 import importlib
 
 from fedbench.tables.claims import (
-    CellView,
     Claim,
-    ClaimResult,
     Verdict,
-    claim_lines,
-    claims_summary,
-    evaluate_claims,
     every,
     lowest,
     ordered,
@@ -27,6 +22,7 @@ from fedbench.tables.claims import (
 )
 from fedbench.tables.metrics import METRICS, Metric
 from fedbench.tables.paper_values import PaperRef, PaperValue, lookup, paper_values
+from fedbench.tables.result import CellResult, ClaimResult, Selection, TableResult
 from fedbench.tables.spec import (
     TABLES,
     Cell,
@@ -41,13 +37,12 @@ from fedbench.tables.spec import (
     runs,
     table,
 )
+from fedbench.tables.verdicts import CellView, claim_lines, claims_summary, evaluate_claims
 
 # Evaluation and rendering (pandas, the run index) load on first use: the specs above are
 # imported with every preset (fedbench.presets imports the paper modules) and need neither.
 _LAZY = {
-    **dict.fromkeys(
-        ("SPREADS", "CellResult", "Selection", "TableResult", "evaluate_table"), "evaluate"
-    ),
+    **dict.fromkeys(("SPREADS", "evaluate_table"), "evaluate"),
     **dict.fromkeys(
         (
             "FORMATS",

@@ -1,4 +1,6 @@
-"""The papers' qualitative claims: the check language, and evaluating a table's claims.
+"""The papers' qualitative claims: the check language that paper modules write.
+
+(Checking a table's claims over its evaluated cells is fedbench.tables.verdicts.)
 
 A claim is one line of the paper's text and a check over one dataset's cells. Checks read
 cells through a view (CellView): v.mean(row, col) is our mean (None when the cell is missing or
@@ -11,12 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from fedbench.tables.paper_values import PaperValue
-
-if TYPE_CHECKING:
-    from fedbench.tables.evaluate import CellResult, TableResult
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -219,76 +216,3 @@ def every(*checks: Callable) -> Callable:
         return Verdict(True, out[0].ours, out[0].paper)
 
     return check
-
-
-# ---------------------------------------------------------------- evaluating claims
-
-
-class CellView:
-    """One dataset's cells of a table result, as claim checks read them."""
-
-    def __init__(self, result: TableResult, dataset: str):
-        self.dataset = dataset
-        self._by = {(c.cell.row, c.cell.col): c for c in result.cells if c.cell.dataset == dataset}
-        self.cols = {col for _, col in self._by}
-
-    def row(self, row) -> str:
-        return row(self.dataset) if callable(row) else row
-
-    def _get(self, row, col) -> CellResult | None:
-        return self._by.get((self.row(row), col))
-
-    def mean(self, row, col):
-        c = self._get(row, col)
-        if c is None or c.status in ("missing", "unavailable") or c.mean is None:
-            return None
-        return c.mean
-
-    def paper(self, row, col) -> PaperValue | None:
-        c = self._get(row, col)
-        return None if c is None else c.paper
-
-
-@dataclass
-class ClaimResult:
-    claim: Claim
-    dataset: str
-    verdict: Verdict
-
-    @property
-    def status(self) -> str:
-        return {True: "reproduced", False: "not reproduced", None: "n/a"}[self.verdict.holds]
-
-
-def evaluate_claims(result: TableResult) -> list[ClaimResult]:
-    datasets = list(dict.fromkeys(c.cell.dataset for c in result.cells))
-    out = []
-    for ds in datasets:
-        view = CellView(result, ds)
-        for claim in result.spec.claims:
-            if claim.datasets is None or ds in claim.datasets:
-                out.append(ClaimResult(claim, ds, claim.check(view)))
-    return out
-
-
-def claims_summary(result: TableResult) -> str:
-    decided = [c for c in result.claims if c.verdict.holds is not None]
-    held = sum(bool(c.verdict.holds) for c in decided)
-    na = len(result.claims) - len(decided)
-    return f"claims: {held} of {len(decided)} reproduced" + (
-        f" ({na} n/a: cells without a number)" if na else ""
-    )
-
-
-def claim_lines(result: TableResult) -> list[str]:
-    """'claims: k of n reproduced', then one line per claim: verdict, text, ours vs paper."""
-    if not result.claims:
-        return []
-    many = len({c.dataset for c in result.claims}) > 1
-    lines = [claims_summary(result)]
-    for c in result.claims:
-        where = f"[{c.dataset}] " if many else ""
-        said = c.verdict.paper or c.claim.source
-        paper = f"; paper: {said}" if said else ""
-        lines.append(f"  {c.status}: {where}{c.claim.text} (ours: {c.verdict.ours}{paper})")
-    return lines

@@ -5,140 +5,18 @@ set beside the paper's number; then the table's claims are checked over the cell
 from __future__ import annotations
 
 import math
-import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
 from fedbench.results import RunIndex
-from fedbench.tables.claims import ClaimResult, evaluate_claims
 from fedbench.tables.metrics import METRICS
-from fedbench.tables.paper_values import PaperValue, lookup
-from fedbench.tables.spec import Cell, TableSpec, cell_config
+from fedbench.tables.paper_values import lookup
+from fedbench.tables.result import CellResult, Selection, TableResult
+from fedbench.tables.spec import TableSpec, cell_config
+from fedbench.tables.verdicts import evaluate_claims
 
 SPREADS = ("minmax", "ci95")
-
-
-@dataclass
-class Selection:
-    """What the user chose on top of a table spec; echoed in the fill-in commands."""
-
-    dataset: str | None = None
-    seeds: tuple[int, ...] | None = None
-    preset: str | None = None
-    sets: dict[str, Any] = field(default_factory=dict)
-    results: str = "results"
-    # the user's selection when this one is at a calibrated value: commands echo it + --calibrated
-    calibrated_from: Selection | None = None
-
-    def options(self) -> str:
-        if self.calibrated_from is not None:
-            return " ".join(x for x in (self.calibrated_from.options(), "--calibrated") if x)
-        out = []
-        if self.preset:
-            out.append(f"--preset {self.preset}")
-        if self.seeds is not None:
-            out.append("--seeds " + ",".join(str(s) for s in self.seeds))
-        out += [f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.sets.items()]
-        if str(self.results) != "results":
-            out.append(f"--results {shlex.quote(str(self.results))}")
-        return " ".join(out)
-
-
-@dataclass
-class CellResult:
-    cell: Cell
-    status: str = "ok"  # ok | partial | missing | unavailable
-    mean: float | str | None = None
-    low: float | None = None
-    high: float | None = None
-    n: int = 0  # finished runs found
-    expected: int = 0
-    not_reached: int = 0  # runs whose metric is inf (target never reached)
-    cap: int | None = None  # rounds run by those, for "> cap"
-    diverged: int = 0
-    reached: int = 0  # runs with a finite value
-    note: str = ""
-    paper: PaperValue | None = None
-    records: list = field(default_factory=list)  # (seed, RunRecord) of the finished runs
-
-    @property
-    def diff(self) -> float | str | None:
-        if self.paper is None or self.mean is None:
-            return None
-        p = self.paper.value
-        if isinstance(self.mean, str) or isinstance(p, str):
-            return "same" if str(self.mean) == str(p) else "differs"
-        if math.isinf(self.mean):
-            return None
-        return self.mean - float(p)
-
-
-@dataclass
-class TableResult:
-    spec: TableSpec
-    selection: Selection
-    spread: str
-    cells: list[CellResult]
-    problems: list[str] = field(default_factory=list)
-    devices: set[str] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)  # old-version records used, copies
-    claims: list[ClaimResult] = field(default_factory=list)
-
-    def cell(self, dataset: str, row: str, col: str) -> CellResult | None:
-        for c in self.cells:
-            if (c.cell.dataset, c.cell.row, c.cell.col) == (dataset, row, col):
-                return c
-        return None
-
-    @property
-    def missing_datasets(self) -> list[str]:
-        seen: list[str] = []
-        for c in self.cells:
-            if c.status in ("missing", "partial") and c.cell.kind == "runs":
-                if c.cell.dataset not in seen:
-                    seen.append(c.cell.dataset)
-        return seen
-
-    def _records(self) -> dict:
-        """The table's distinct runs (cells may share one), by run id."""
-        return {rec.meta.get("run_id", id(rec)): rec for c in self.cells for _, rec in c.records}
-
-    def run_count(self) -> int:
-        return len(self._records())
-
-    def compute_line(self) -> str:
-        """How long the table's runs took to make: their count and summed wall time."""
-        from datetime import datetime
-
-        seen: dict[str, float] = {}
-        for key, rec in self._records().items():
-            m = rec.meta
-            try:
-                wall = (
-                    datetime.fromisoformat(m["ended"]) - datetime.fromisoformat(m["started"])
-                ).total_seconds()
-            except (KeyError, TypeError, ValueError):
-                wall = float(rec.summary.get("total_seconds") or 0.0)
-            seen[key] = wall
-        total = sum(seen.values())
-        return f"compute: {len(seen)} runs, {total / 60:.1f} min of run wall time (summed)"
-
-    def fill_commands(self) -> list[str]:
-        opts = self.selection.options()
-        return [
-            f"fedbench sweep --table {self.spec.name} --dataset {ds}" + (f" {opts}" if opts else "")
-            for ds in self.missing_datasets
-        ]
-
-    def unavailable(self) -> dict[str, int]:
-        reasons: dict[str, int] = {}
-        for c in self.cells:
-            if c.status == "unavailable":
-                reasons[c.note] = reasons.get(c.note, 0) + 1
-        return reasons
 
 
 def _reduce(values: list[float], spread: str) -> tuple[float, float | None, float | None]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 import fedbench
-from fedbench.tables.claims import claim_lines
-from fedbench.tables.evaluate import CellResult, TableResult
 from fedbench.tables.metrics import METRICS
+from fedbench.tables.result import CellResult, TableResult
+from fedbench.tables.verdicts import claim_lines
 
 SUMMARY_COLUMNS = [
     "run_id",

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedbench.errors import FedbenchError
-from fedbench.tables.claims import claim_lines, claims_summary
-from fedbench.tables.evaluate import Selection, TableResult, evaluate_table
+from fedbench.tables.evaluate import evaluate_table
 from fedbench.tables.render import header_lines
+from fedbench.tables.result import Selection, TableResult
 from fedbench.tables.spec import TABLES, TableSpec, cell_config
+from fedbench.tables.verdicts import claim_lines, claims_summary
 
 SCALE_FIELDS = (("rounds", "rounds"), ("num_clients", "N"), ("clients_per_round", "K"))
 IGNORED = {"--format": 1, "--out": 1, "--results": 1, "--on-error": 1}  # flag -> values taken
@@ -245,7 +246,7 @@ def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail")
     for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
         fit_line = None
         if "--calibrated" in ignored:
-            from fedbench.calibrate import calibrated_selection
+            from fedbench.tables.calibration import calibrated_selection
 
             ignored = [w for w in ignored if w != "--calibrated"]
             try:

@@ -11,7 +11,7 @@ no momentum or clipping, no BatchNorm buffers, and a local step that is one of
 (a method's LinearStep, methods.base: plain SGD; FedProx's and FedNova's proximal term;
 SCAFFOLD's drift c - c_i; FedCM's and MimeLite's scaled gradient plus a fixed pull, as SGD at
 lr scale with the pull divided by scale). Anything else
-returns None and the engine runs its torch loop. FEDBENCH_FASTPATH=0 (or Engine.fastpath =
+is not `eligible`, and the engine runs its torch loop. FEDBENCH_FASTPATH=0 (or Engine.fastpath =
 False) forces the torch loop, for tests and benchmarks.
 """
 
@@ -38,28 +38,34 @@ def _kernel(model):
     if name is None:
         return None
     try:
-        from fedbench import _fastloops
+        from fedbench.training import _fastloops
     except (ImportError, RuntimeError):
         return None
     return getattr(_fastloops, name)
 
 
-def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor | None:
-    """Train w [K, D] in place over the whole round; return the per-step losses [K, S], or None
-    when this round is not one the compiled loop reproduces exactly."""
+def eligible(engine, step, w: torch.Tensor) -> bool:
+    """Whether the compiled loop reproduces this engine's round exactly: a CPU engine, no
+    momentum, clipping, BatchNorm buffers or input pipeline, float data of the model's dtype,
+    and a local step declared linear (`step`, the method's LinearStep) with a positive scale."""
     cfg, data = engine.cfg, engine.data
     if not (engine.fastpath and engine.device.type == "cpu"):
-        return None
+        return False
     if cfg.momentum or cfg.grad_clip is not None or engine.model.buffer_dim:
-        return None
+        return False
     if data.pipeline is not None or w.dtype not in (torch.float32, torch.float64):
-        return None
+        return False
     if data.train_x.dtype != w.dtype or data.train_y.dtype != torch.long:
-        return None
-    step = engine.method.linear_step()  # d = scale g + mu (w - wg) + local[const]
-    kernel = _kernel(engine.model)
-    if step is None or step.scale <= 0 or kernel is None:
-        return None
+        return False
+    if step is None or step.scale <= 0 or _kernel(engine.model) is None:
+        return False
+    return w.is_contiguous()
+
+
+def run_round(engine, ctx, plan, w: torch.Tensor, local: dict, step) -> torch.Tensor:
+    """Train w [K, D] in place over the whole round (where `eligible`); return the per-step
+    losses [K, S]."""
+    cfg, data, kernel = engine.cfg, engine.data, _kernel(engine.model)
     lr, mu, c = step.as_sgd(float(ctx.lr))
     drift_key = step.const
     k, s_max = plan.k, plan.batch_idx.shape[1]
@@ -78,8 +84,6 @@ def run_round(engine, ctx, plan, w: torch.Tensor, local: dict) -> torch.Tensor |
         plan.batch_weight.contiguous(),
         plan.steps.to(torch.long).contiguous(),
     )
-    if not w.is_contiguous():
-        return None
     kernel(
         *(a.numpy() for a in arrays),
         lr,

@@ -1,4 +1,4 @@
-"""numba loops of fedbench.fastpath (imported only when a round takes the fast path).
+"""numba loops of fedbench.training.fastpath (imported only when a round takes the fast path).
 
 Each runs a whole local round in place: w [K, D] rows, row i for steps[i] steps, step s on the
 samples idx[i, s] with weights bw[i, s] (0: padding, skipped), losses[i, s] written. The update is

@@ -9,13 +9,14 @@ finished devices cost nothing.
 Models with BatchNorm also carry buffers (running statistics, [Db] flat like the parameters):
 the engine keeps the global buffers, gives each training device its own copy [K, Db] at the
 round's start, lets train-mode steps update them in place, averages them after the round like
-FedAvg averages parameters (merged_buffers), and evaluates with them. Models without buffers
-(buffer_dim == 0) get no `buffers=` argument anywhere: their code path is unchanged.
+FedAvg averages parameters (evaluation.merged_buffers), and evaluates with them. Models without
+buffers (buffer_dim == 0) get no `buffers=` argument anywhere: their code path is unchanged.
 
-This module is the training core only: who trains and on which batches comes from fedbench.plan
-(pure), evaluation and full-batch gradients from fedbench.methods.services (also what methods
-reach through ctx.services); the Engine's plan_round / evaluate / full_batch_grads / eval_record
-are thin wrappers that fill in its own config, data, model and global state.
+This module is the training core only: who trains and on which batches comes from
+fedbench.training.plan (pure), evaluation and full-batch gradients from
+fedbench.training.evaluation (also what methods reach through ctx.services); the Engine's
+plan_round / evaluate / full_batch_grads / eval_record are thin wrappers that fill in its own
+config, data, model and global state.
 """
 
 from __future__ import annotations
@@ -25,16 +26,19 @@ import time
 
 import torch
 
-from fedbench import fastpath, threads
-from fedbench import plan as planning
-from fedbench import stack as stacking
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
-from fedbench.methods import LocalResult, RoundContext, Setup, build_method, services
-from fedbench.methods.base import weighted_mean
+from fedbench.methods import LocalResult, RoundContext, Setup, build_method
+from fedbench.methods.base import LinearStep
 from fedbench.models import build_model
-from fedbench.plan import RoundPlan
+from fedbench.training import evaluation, fastpath, threads
+from fedbench.training import plan as planning
+from fedbench.training import stack as stacking
+from fedbench.training.plan import RoundPlan
+
+# the ways a round's local training runs (Engine.round_path picks one, by what it may skip)
+ROUND_PATHS = ("compiled", "window", "fused", "stepwise")
 
 
 class Engine:
@@ -46,11 +50,11 @@ class Engine:
         self.model = build_model(
             cfg, self.data.input_shape, self.data.num_classes, self.data.info, self.data.embeddings
         )
-        self.threads = threads.apply(self.model, cfg)  # torch CPU threads (fedbench.threads)
+        self.threads = threads.apply(self.model, cfg)  # torch CPU threads (threads.py)
         self.method = build_method(cfg.method, cfg.method_params)
-        self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fedbench.fastpath)
+        self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fastpath.py)
         fastpath.warm_up(self)
-        self.stack = stacking.current()  # set in a stacked sweep's threads (fedbench.stack)
+        self.stack = stacking.current()  # set in a stacked sweep's threads (stack.py)
         self.sizes = self.data.sizes  # CPU [N]
         self.w = self.model.init(generator(cfg.seed, "init"), self.dtype).to(self.device)
         # global buffers [Db] (BatchNorm running statistics); empty for most models
@@ -68,7 +72,7 @@ class Engine:
 
     # ------------------------------------------------------------------ planning
     def plan_round(self, r: int) -> RoundPlan:
-        """Round r's plan (fedbench.plan: a pure function of the config, the data and r)."""
+        """Round r's plan (plan.py: a pure function of the config, the data and r)."""
         return planning.plan_round(
             self.cfg,
             r,
@@ -97,7 +101,7 @@ class Engine:
             tau=plan.tau.to(dev),
             weights=weights,
             cfg=self.cfg,
-            services=services.ServicesOf(self),
+            services=evaluation.RoundServices(self.model, self.data, self.buffers),
         )
 
     def train_local(
@@ -110,77 +114,123 @@ class Engine:
     ) -> LocalResult:
         """Run every device of `plan` from `start` ([D] or [K, D]) as one batched computation;
         models with buffers start from `start_buffers` ([Db] or [K, Db], default: the global
-        buffers) and each device's final buffers come back in the result."""
-        cfg, model, method = self.cfg, self.model, self.method
+        buffers) and each device's final buffers come back in the result. The round goes
+        through one of ROUND_PATHS (round_path says which)."""
         k = plan.k
         w = start.expand(k, -1).clone() if start.dim() == 1 else start.clone()
         buf = None
-        if model.buffer_dim:
+        if self.model.buffer_dim:
             b0 = self.buffers if start_buffers is None else start_buffers
             buf = b0.expand(k, -1).clone() if b0.dim() == 1 else b0.clone()
-        fast_loss = fastpath.run_round(self, ctx, plan, w, local)
-        if fast_loss is not None:
-            return self._local_result(plan, w, local, fast_loss, plan.steps.to(self.device), buf)
-        if cfg.momentum:
-            local["_momentum"] = torch.zeros_like(w)
-        s_max = plan.batch_idx.shape[1]
-        active = (plan.steps.unsqueeze(1) > torch.arange(s_max)).sum(0).tolist()
-        step_loss = torch.zeros(k, s_max, dtype=self.dtype, device=self.device)
-        grad_evals = torch.zeros(k, dtype=torch.long, device=self.device)
-        x_all, y_all = self.data.train_x, self.data.train_y
-        # input pipeline: per-sample augmentation draws of this round, from each device's stream
-        aug = self.data.draw_augment(cfg.seed, ctx.round, plan.clients, s_max, cfg.batch_size)
-        lr, mom = ctx.lr, cfg.momentum
-        # d = scale g + mu (w - wg) + local[const], or None (then local_step, step by step)
-        step = method.linear_step()
-        linear = step is not None and step.scale > 0 and not mom and cfg.grad_clip is None
-        # plain SGD plus a fixed drift: the model may fuse gradient and update (sgd_step)
-        fused = linear and step.plain
-        drift = step.const if fused else None
-        if linear and buf is None and model.step_window > 1:
-            lr_w, wd, const = self._window_terms(ctx, local, k, step)
-            self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const)
-            return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
-        for s in range(s_max):
-            ka = active[s]
+        step = self.method.linear_step()
+        path = self.round_path(step, w, buf)
+        return getattr(self, f"_round_{path}")(ctx, plan, w, local, buf, step)
+
+    def round_path(self, step: LinearStep | None, w: torch.Tensor, buf) -> str:
+        """Which of ROUND_PATHS trains a round whose local step is `step` (the method's
+        LinearStep or None). The first three run a declared linear step without calling the
+        method; "stepwise" calls local_step at every step (any method, ~14x slower for a small
+        model: one autograd pass and a Python call per step)."""
+        if fastpath.eligible(self, step, w):
+            return "compiled"
+        cfg = self.cfg
+        linear = step is not None and step.scale > 0 and not cfg.momentum
+        linear = linear and cfg.grad_clip is None
+        if linear and buf is None and self.model.step_window > 1:
+            return "window"
+        return "fused" if linear and step.plain else "stepwise"
+
+    def _round_compiled(self, ctx, plan, w, local, buf, step) -> LocalResult:
+        """fastpath.py: one compiled loop over the round's devices and steps."""
+        step_loss = fastpath.run_round(self, ctx, plan, w, local, step)
+        return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
+
+    def _round_window(self, ctx, plan, w, local, buf, step) -> LocalResult:
+        """The model's sgd_steps over windows of model.step_window steps (the MLP's GEMMs)."""
+        step_loss = self._step_losses(plan)
+        aug = self._augment(ctx, plan)
+        lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
+        self._sgd_windows(plan, w, step_loss, self._active(plan), aug, lr_w, wd, const)
+        return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
+
+    @torch.no_grad()
+    def _round_fused(self, ctx, plan, w, local, buf, step) -> LocalResult:
+        """Plain SGD plus a fixed drift: the model fuses gradient and update (sgd_step)."""
+        step_loss, aug, drift = self._step_losses(plan), self._augment(ctx, plan), step.const
+        lr, wd = ctx.lr, self.cfg.weight_decay
+        for s, ka in enumerate(self._active(plan)):
             wk = w[:ka]
-            rows = plan.batch_idx[:ka, s]
-            xb, yb, bw = x_all[rows], y_all[rows], plan.batch_weight[:ka, s]
-            xb = self.data.train_transform(xb, None if aug is None else aug[:ka, s])
+            xb, yb, bw = self._batch(plan, s, ka, aug)
             bkw = {} if buf is None else {"buffers": buf[:ka]}  # updated in place
-            if fused:
-                with torch.no_grad():
-                    step_loss[:ka, s] = model.sgd_step(wk, xb, yb, bw, lr, cfg.weight_decay, **bkw)
-                    if drift is not None:
-                        wk.sub_(local[drift][:ka], alpha=lr)
-                continue
+            step_loss[:ka, s] = self.model.sgd_step(wk, xb, yb, bw, lr, wd, **bkw)
+            if drift is not None:
+                wk.sub_(local[drift][:ka], alpha=lr)
+        return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
+
+    def _round_stepwise(self, ctx, plan, w, local, buf, step) -> LocalResult:
+        """The method's local_step at every step, with momentum and clipping if configured."""
+        lr, mom = ctx.lr, self.cfg.momentum
+        if mom:
+            local["_momentum"] = torch.zeros_like(w)
+        step_loss, aug = self._step_losses(plan), self._augment(ctx, plan)
+        grad_evals = torch.zeros(plan.k, dtype=torch.long, device=self.device)
+        for s, ka in enumerate(self._active(plan)):
+            wk = w[:ka]
+            xb, yb, bw = self._batch(plan, s, ka, aug)
+            bkw = {} if buf is None else {"buffers": buf[:ka]}  # updated in place
             lk = {name: t[:ka] for name, t in local.items()}
-            first = []
-
-            def grad_fn(v, xb=xb, yb=yb, bw=bw, first=first, ka=ka, bkw=bkw):
-                # the step's first gradient (at the devices' current models) records the batch
-                # in the running statistics; further ones on the same batch (FedSAM's perturbed
-                # point) use batch statistics only, so each batch is recorded once
-                losses, g = model.loss_and_grad(v, xb, yb, bw, **({} if first else bkw))
-                if cfg.grad_clip is not None:
-                    norm = g.norm(dim=1, keepdim=True)
-                    g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp(max=1.0))
-                if cfg.weight_decay:
-                    g.add_(v, alpha=cfg.weight_decay)
-                grad_evals[:ka] += 1
-                if not first:
-                    first.append(losses)
-                return losses, g
-
+            grad_fn, first = self._grad_fn(xb, yb, bw, bkw, grad_evals, ka)
             with torch.no_grad():
-                d = method.local_step(ctx, wk, grad_fn, lk)
+                d = self.method.local_step(ctx, wk, grad_fn, lk)
                 if mom:
                     d = lk["_momentum"].mul_(mom).add_(d)
                 wk.sub_(d, alpha=lr)
             step_loss[:ka, s] = first[0]
-        if fused:  # one gradient evaluation per step
-            grad_evals = plan.steps.to(self.device)
         return self._local_result(plan, w, local, step_loss, grad_evals, buf)
+
+    def _grad_fn(self, xb, yb, bw, bkw, grad_evals, ka):
+        """(grad_fn for local_step, the list that receives the step's first losses). The
+        step's first gradient (at the devices' current models) records the batch in the
+        running statistics; further ones on the same batch (FedSAM's perturbed point) use
+        batch statistics only, so each batch is recorded once."""
+        cfg, model, first = self.cfg, self.model, []
+
+        def grad_fn(v):
+            losses, g = model.loss_and_grad(v, xb, yb, bw, **({} if first else bkw))
+            if cfg.grad_clip is not None:
+                norm = g.norm(dim=1, keepdim=True)
+                g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp(max=1.0))
+            if cfg.weight_decay:
+                g.add_(v, alpha=cfg.weight_decay)
+            grad_evals[:ka] += 1
+            if not first:
+                first.append(losses)
+            return losses, g
+
+        return grad_fn, first
+
+    def _step_losses(self, plan: RoundPlan) -> torch.Tensor:
+        return torch.zeros(plan.k, plan.batch_idx.shape[1], dtype=self.dtype, device=self.device)
+
+    @staticmethod
+    def _active(plan: RoundPlan) -> list[int]:
+        """Devices still training at each step: a prefix of the rows (sorted by steps)."""
+        s_max = plan.batch_idx.shape[1]
+        return (plan.steps.unsqueeze(1) > torch.arange(s_max)).sum(0).tolist()
+
+    def _augment(self, ctx: RoundContext, plan: RoundPlan):
+        """The round's per-sample augmentation draws, from each device's stream (or None)."""
+        s_max = plan.batch_idx.shape[1]
+        return self.data.draw_augment(
+            self.cfg.seed, ctx.round, plan.clients, s_max, self.cfg.batch_size
+        )
+
+    def _batch(self, plan: RoundPlan, s: int, ka: int, aug):
+        """Step s's mini-batch of the first ka rows, through the input pipeline."""
+        rows = plan.batch_idx[:ka, s]
+        xb, yb, bw = self.data.train_x[rows], self.data.train_y[rows], plan.batch_weight[:ka, s]
+        xb = self.data.train_transform(xb, None if aug is None else aug[:ka, s])
+        return xb, yb, bw
 
     def _window_terms(self, ctx, local: dict, k: int, step):
         """The local step (a LinearStep) as sgd_steps' SGD w <- w - lr' (g + wd' w + const):
@@ -263,7 +313,7 @@ class Engine:
                 res = self.train_local(ctx, plan, self.w, local)
             new_w, extra = self.method.aggregate(ctx, res)
             self.w = new_w.detach()
-            self.buffers = self.merged_buffers(ctx, res)
+            self.buffers = evaluation.merged_buffers(self.buffers, ctx, res)
         synchronize(self.device)
         seconds = time.perf_counter() - t0
         p = ctx.weights
@@ -282,17 +332,6 @@ class Engine:
         }
         record.update(extra)
         return record
-
-    def merged_buffers(self, ctx: RoundContext, res: LocalResult) -> torch.Tensor:
-        """The global buffers after a round: the devices' final buffers averaged with the round's
-        aggregation weights p_i (n_i-proportional or uniform, as FedAvg averages parameters;
-        dropped devices never trained and are not in res), whatever rule the method applies to
-        the parameters. SFL's chain (res.order) keeps the last device's, as it keeps its model."""
-        if res.buffers is None:
-            return self.buffers
-        if res.order is not None:
-            return res.buffers[res.order[-1]].clone()
-        return weighted_mean(res.buffers, ctx.weights)
 
     def _train_sequential(self, ctx: RoundContext, plan: RoundPlan, local: dict) -> LocalResult:
         """SFL: the round's devices one after another, in a random order drawn from the run's
@@ -328,14 +367,14 @@ class Engine:
         )
 
     # ------------------------------------------------------------------ evaluation
-    # (fedbench.methods.services, with the engine's model, data and global state as defaults)
+    # (fedbench.training.evaluation, with the engine's model, data and global state as defaults)
     def evaluate(self, x, y, w=None, chunk: int = 10000, buffers=None) -> tuple[float, float]:
         w = self.w if w is None else w
         b = self.buffers if buffers is None else buffers
-        return services.evaluate(self.model, self.data, w, b, x, y, chunk)
+        return evaluation.evaluate(self.model, self.data, w, b, x, y, chunk)
 
     def full_batch_grads(self, w, clients, chunk: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
-        return services.full_batch_grads(self.model, self.data, w, clients, chunk)
+        return evaluation.full_batch_grads(self.model, self.data, w, clients, chunk)
 
     def eval_record(self) -> dict:
-        return services.eval_record(self.cfg, self.model, self.data, self.w, self.buffers)
+        return evaluation.eval_record(self.cfg, self.model, self.data, self.w, self.buffers)

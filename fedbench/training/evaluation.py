@@ -1,63 +1,58 @@
-"""Evaluation and full-batch gradients: the services methods call (ctx.services), and the
-per-round evaluation the runner records. One place for every pass over a whole dataset.
+"""Whole-dataset passes over (model, data): evaluation, full-batch gradients, FedProx's gradient
+dissimilarity, merged buffers, and `RoundServices`, the EngineServices (fedbench.methods.base) a
+round hands to methods. One place for every pass over a whole dataset.
 
-Methods see the engine only through the narrow EngineServices interface, so a method's needs are
-listed in one place and a test (or another engine) can supply them with a stub. The functions
-below take the model, the data and the weights explicitly: they hold no state of their own.
+Everything here takes the model, the data and the weights explicitly and holds no state of its
+own beyond them: nothing here knows the Engine, so a test (or another engine) can call it with
+any model and data.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import torch
 
-from fedbench.metrics import gradient_dissimilarity
+from fedbench.methods.base import LocalResult, RoundContext, weighted_mean
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
     from fedbench.data import FederatedData
-    from fedbench.engine import Engine
-    from fedbench.methods.base import LocalResult, RoundContext
     from fedbench.models import BatchedModel
 
 
-class EngineServices(Protocol):
-    def full_batch_grads(
-        self, w: torch.Tensor, clients: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each listed device's full local (loss [k], gradient [k, D]) at w ([D] or [k, D])."""
+class RoundServices:
+    """What a method may ask during a round (fedbench.methods.base.EngineServices), backed by
+    the run's model and data; `buffers` are the global buffers at the round's start."""
 
-    def train_loss(
-        self, w: torch.Tensor, ctx: RoundContext | None = None, res: LocalResult | None = None
-    ) -> float:
-        """Mean cross-entropy over all training data at w; given the round (ctx, res), models
-        with buffers (BatchNorm) use the buffers that round produces, else the global ones."""
-
-    def gradient_dissimilarity(self, w: torch.Tensor) -> float:
-        """(1/N) sum_k |g - g_k|^2 over all N devices' full-batch gradients at w."""
-
-
-class ServicesOf:
-    """EngineServices backed by an Engine (Engine.context hands one to every round); it goes
-    through the engine's evaluate / full_batch_grads, which call the functions below."""
-
-    def __init__(self, engine: Engine):
-        self._engine = engine
+    def __init__(self, model: BatchedModel, data: FederatedData, buffers: torch.Tensor):
+        self.model, self.data, self.buffers = model, data, buffers
 
     def full_batch_grads(self, w, clients):
-        return self._engine.full_batch_grads(w, clients)
+        return full_batch_grads(self.model, self.data, w, clients)
 
     def train_loss(self, w, ctx=None, res=None):
-        eng = self._engine
-        kw = {}
-        if res is not None and eng.model.buffer_dim:
-            kw["buffers"] = eng.merged_buffers(ctx, res)
-        return eng.evaluate(eng.data.train_x, eng.data.train_y, w=w, **kw)[0]
+        b = self.buffers
+        if res is not None and self.model.buffer_dim:
+            b = merged_buffers(self.buffers, ctx, res)
+        return evaluate(self.model, self.data, w, b, self.data.train_x, self.data.train_y)[0]
 
     def gradient_dissimilarity(self, w):
-        return gradient_dissimilarity(self._engine, w)
+        return gradient_dissimilarity(self.model, self.data, w)
+
+
+def merged_buffers(buffers: torch.Tensor, ctx: RoundContext, res: LocalResult) -> torch.Tensor:
+    """The global buffers after a round: the devices' final buffers averaged with the round's
+    aggregation weights p_i (n_i-proportional or uniform, as FedAvg averages parameters;
+    dropped devices never trained and are not in res), whatever rule the method applies to
+    the parameters. SFL's chain (res.order) keeps the last device's, as it keeps its model.
+    `buffers`: the global buffers before the round (kept when the model has none)."""
+    if res.buffers is None:
+        return buffers
+    if res.order is not None:
+        return res.buffers[res.order[-1]].clone()
+    return weighted_mean(res.buffers, ctx.weights)
 
 
 @torch.no_grad()
@@ -113,6 +108,36 @@ def full_batch_grads(
         loss += l_c
         grad += g_c
     return loss, grad
+
+
+@torch.no_grad()
+def gradient_dissimilarity(
+    model: BatchedModel, data: FederatedData, w: torch.Tensor, chunk: int | None = None
+) -> float:
+    """FedProx's "gradient difference" (litian96/FedProx trainers/fedprox.py, spec §3.7) at w:
+    each of the N devices' full-batch gradient g_k, g = sum n_k g_k / sum n_k, and
+    (1/N) sum_k |g - g_k|^2 (an unweighted mean over devices).
+
+    Devices are batched in chunks (full_batch_grads); the [N, D] gradients are never stored: the
+    sum expands to sum_k |g_k|^2 - 2 g . sum_k g_k + N |g|^2, accumulated in float64.
+    """
+    n = data.num_clients
+    dim = model.dim
+    if chunk is None:  # about 16M gradient entries per chunk
+        chunk = max(1, min(n, (1 << 24) // max(dim, 1)))
+    sizes = data.sizes.to(torch.float64)
+    dev = w.device
+    weighted = torch.zeros(dim, dtype=torch.float64, device=dev)  # sum n_k g_k
+    plain = torch.zeros(dim, dtype=torch.float64, device=dev)  # sum g_k
+    sq = torch.zeros((), dtype=torch.float64, device=dev)  # sum |g_k|^2
+    for start in range(0, n, chunk):
+        clients = torch.arange(start, min(n, start + chunk))
+        g = full_batch_grads(model, data, w, clients)[1].to(torch.float64)
+        weighted += sizes[clients].to(dev) @ g
+        plain += g.sum(0)
+        sq += (g * g).sum()
+    g_bar = weighted / sizes.sum()
+    return float((sq - 2 * (g_bar @ plain) + n * (g_bar @ g_bar)) / n)
 
 
 def eval_record(

@@ -19,12 +19,13 @@ import torch
 
 import fedbench
 from fedbench import identity
-from fedbench.claims import RunClaim
+from fedbench.atomic import atomic_write_json, atomic_write_parquet
 from fedbench.config import RunConfig
 from fedbench.devices import device_name
-from fedbench.engine import Engine
 from fedbench.errors import FedbenchError
-from fedbench.results import ANY, FINISHED, atomic_write_json, atomic_write_parquet, summarize
+from fedbench.results import ANY, FINISHED, summarize
+from fedbench.results.locks import RunClaim
+from fedbench.training.engine import Engine
 
 FLUSH_SECONDS = 30.0  # rewrite rounds.parquet at least this often during a run
 
@@ -86,7 +87,7 @@ def train(
 ) -> tuple[dict, pd.DataFrame]:
     """Run cfg, writing results/<run_id>/. Returns (run.json contents, rounds).
 
-    The run is claimed first (fedbench.claims), so two processes never run the same config at
+    The run is claimed first (fedbench.results.locks), so two processes never run the same config at
     once; a claim held by a live process raises RunBusy. A run left unfinished by a killed
     process starts again from round 0: its leftover temp files and rounds are removed first.
     Overwriting a finished run writes the new one aside and swaps it in at the end, so a kill
@@ -288,8 +289,8 @@ def _rounds(
         device_name=device_name(eng.device),
         data=eng.data.info,
         model_params=eng.model.dim,
-        threads=torch.get_num_threads(),  # torch CPU threads (fedbench.threads' choice)
-        # runs trained as one stack (fedbench.stack); above 1, seconds include stack-mates'
+        threads=torch.get_num_threads(),  # torch CPU threads (fedbench.training.threads' choice)
+        # runs trained as one stack (fedbench.training.stack); above 1, seconds include stack-mates'
         stack_size=getattr(getattr(eng, "stack", None), "size", 1),
     )
     atomic_write_json(run_dir / "run.json", meta)

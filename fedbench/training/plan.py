@@ -1,8 +1,8 @@
 """Round planning: who trains in round r, how long, and on which mini-batches.
 
 A pure function of the config, the devices' data (sizes and sample indices) and the round: no
-model, no engine. The batched engine and the per-device reference loop (fedbench.reference) both
-train from the same RoundPlan, which is why their numbers agree.
+model, no engine. The batched engine and the per-device reference loop
+(fedbench.training.reference) both train from the same RoundPlan, which is why their numbers agree.
 
 Rows are ordered by how many steps each device runs (most first), so at step s the active devices
 are a prefix: partial work is a shorter prefix, never a special case.
@@ -17,7 +17,7 @@ import torch
 
 from fedbench.config import RunConfig
 from fedbench.devices import generator
-from fedbench.hetero import sample_work
+from fedbench.training.hetero import sample_work
 
 
 @dataclass

@@ -5,11 +5,11 @@ long device while the others have finished, and through the torch loop a step co
 dispatch whether it carries 1 row or 30. Stacking R runs (say seeds) fills those idle rows.
 
 How: each run keeps its own thread of this process, its own Engine, runner, claim, run folder
-and records (nothing in fedbench.runner knows about stacks). The engine's run_round checks in at
-the round barrier (Member.train_local, or Member.idle for a round it trains without the stack);
-when every member of the stack has checked in, one of the waiting members runs ONE train_local
-over all requests' rows (plans concatenated and re-sorted by steps, rows' start models, local
-state and, where the runs' arrays differ, their training data concatenated with offset batch
+and records (nothing in fedbench.training.runner knows about stacks). The engine's run_round checks
+in at the round barrier (Member.train_local, or Member.idle for a round it trains without the
+stack); when every member of the stack has checked in, one of the waiting members runs ONE
+train_local over all requests' rows (plans concatenated and re-sorted by steps, rows' start models,
+local state and, where the runs' arrays differ, their training data concatenated with offset batch
 indices) and every member gets its own rows back, in its own order. A member leaves the stack
 when its run ends for any reason (Stack.member's finally), so the others never wait for it.
 
@@ -299,7 +299,7 @@ def _merged_plan(plans, offsets):
     batch indices shifted into the merged data; and the order (merged row -> concatenated row).
     The [K, S, B] tensors are the big part (~100 MB for 9 default runs): each is written once,
     straight into its sorted rows (past a row's own S: index 0, weight 0, never read)."""
-    from fedbench.plan import RoundPlan
+    from fedbench.training.plan import RoundPlan
 
     s_max = max(p.batch_idx.shape[1] for p in plans)
     steps = torch.cat([p.steps for p in plans])

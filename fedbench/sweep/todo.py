@@ -37,8 +37,8 @@ def plan_sweep(
     fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
     is rerun (on_error="skip", the default) or stops the plan with its name ("fail");
     strict=True refuses records written by another fedbench version."""
-    from fedbench.claims import claimed_elsewhere
     from fedbench.results import FINISHED, RunIndex
+    from fedbench.results.locks import claimed_elsewhere
 
     index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict)
     plan = Plan(problems=list(index.problems))

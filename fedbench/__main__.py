@@ -1,0 +1,5 @@
+"""`python -m fedbench`: the `fedbench` command."""
+
+from fedbench.cli import main
+
+main()

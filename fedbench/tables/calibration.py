@@ -1,0 +1,65 @@
+"""Using a calibration (`fedbench calibrate`, fedbench.calibrate): where a fit is kept, reading
+it, and a table's selection at the fitted value (sweep/table/plot --calibrated)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from fedbench.errors import FedbenchError
+
+CALIBRATION_DIR = "calibration"  # under the results folder
+
+
+def calibration_path(results: str | Path, table: str, dataset: str) -> Path:
+    return Path(results) / CALIBRATION_DIR / f"{table}-{dataset}.json"
+
+
+def one_dataset(spec, dataset: str | None) -> str:
+    if dataset is not None:
+        spec.variants(dataset)  # one-line error for a dataset the table lacks
+        return dataset
+    if len(spec.datasets) == 1:
+        return spec.datasets[0]
+    raise FedbenchError(
+        f"table {spec.name} has several datasets ({', '.join(spec.datasets)}); pass --dataset"
+    )
+
+
+def load_fit(results: str | Path, table: str, dataset: str) -> dict:
+    path = calibration_path(results, table, dataset)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FedbenchError(
+            f"no calibration of table {table} on {dataset} in {path.parent}; run first: "
+            f"fedbench calibrate --table {table} --dataset {dataset} --anchor METHOD --param lr"
+        ) from None
+    except ValueError as e:
+        raise FedbenchError(f"{path} is corrupt ({e}); calibrate again") from None
+
+
+def calibrated_selection(spec, sel):
+    """(selection at the fitted value, the header line saying what was fitted to which cell).
+    The fit's own --set values come first, the user's next; the fitted parameter last."""
+    dataset = one_dataset(spec, sel.dataset)
+    source = spec.calibrated_by or spec.name
+    fit = load_fit(sel.results, source, dataset)
+    param, value = fit["param"], fit["value"]
+    if param in sel.sets:
+        raise FedbenchError(
+            f"--set {param}=... clashes with --calibrated ({param} = {value:g} from the fit)"
+        )
+    sets = {**fit.get("sets", {}), **sel.sets, param: value}
+    preset = sel.preset or fit.get("preset")
+    a = fit["anchor"]
+    where = "" if source == spec.name else f"table {source}'s cell "
+    line = (
+        f"calibrated: {param} = {value:g}, fitted so that {where}{a['row']} / {a['col']} "
+        f"= {fit['achieved']:g} (paper {fit['target']:g}) on {dataset}, seeds "
+        f"{','.join(map(str, fit['seeds']))}, {fit['runs_spent']} runs; "
+        f"every other cell is a prediction ({calibration_path(sel.results, source, dataset)})"
+    )
+    fitted = replace(sel, dataset=dataset, preset=preset, sets=sets, calibrated_from=sel)
+    return fitted, line
