@@ -16,6 +16,9 @@ evaluation). A method only says:
 - ``combine(ctx, res)``: the method's new global model at server learning rate 1 without server
   momentum, plus extra per-round records (scalars or lists) for rounds.parquet. ``aggregate``
   (what the engine calls) applies the composable server step after it (``server_step``);
+- ``record_fields``: the per-round fields ``combine``/``aggregate`` add to the round's record,
+  each a ``RecordField`` (name, type, unit, when, help): rounds.parquet holds every registered
+  method's fields in every run, null where a method does not record them (fedbench.results.schema);
 - ``state``: the persistent state (server state [D], per-device state [N, D], plain values), as
   a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method and
   ``state_dict``/``load_state_dict`` save and restore it; no method writes those three;
@@ -154,6 +157,35 @@ class LinearStep:
 SHAPES = ("dim", "clients", "clients x dim", "value")
 
 
+RECORD_TYPES = ("int64", "float64", "bool", "list<int64>", "list<float64>")
+
+
+@dataclass(frozen=True)
+class RecordField:
+    """A per-round field a method adds to its rounds' records: a column of every rounds.parquet
+    (fedbench.results.schema), null in the rows and runs that do not record it."""
+
+    name: str
+    type: str  # one of RECORD_TYPES
+    unit: str  # "" for a count or a plain number
+    help: str
+    when: str = "every trained round"  # when the method records it
+
+    def __post_init__(self):
+        if self.type not in RECORD_TYPES:
+            raise FedbenchError(
+                f"record field {self.name!r}: type {self.type!r} is not one of "
+                f"{', '.join(RECORD_TYPES)}"
+            )
+
+
+# the cost of full-batch gradient passes a method asks of ctx.services (MimeLite, FedLGA eq6)
+EXTRA_GRAD_FIELDS = (
+    RecordField("extra_grad_samples", "int64", "samples", "samples in the round's extra passes"),
+    RecordField("extra_grad_passes", "int64", "devices", "devices given an extra full pass"),
+)
+
+
 @dataclass(frozen=True)
 class State:
     """One piece of a method's persistent state, kept across rounds and in checkpoints.
@@ -208,6 +240,8 @@ class Method:
     # parameter values at which the method is FedAvg, round after round, without heterogeneity
     # and with equal device sizes (a contract test checks it); None: no such values
     reduces_to_fedavg: ClassVar[dict[str, Any] | None] = None
+    # per-round fields combine/aggregate add to the round's record (rounds.parquet columns)
+    record_fields: ClassVar[tuple[RecordField, ...]] = ()
     # position in `fedbench methods` and the README (set by @register(order=...))
     listing_order: ClassVar[float] = 1000
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
-from fedbench.methods.base import LinearStep, Method, State, weighted_mean
+from fedbench.methods.base import LinearStep, Method, RecordField, State, weighted_mean
 from fedbench.methods.registry import register
 
 TAU_EFF = ("paper", "code")
@@ -81,6 +81,10 @@ class FedNova(Method):
     # the code's global momentum buffer (gmf), in gradient units: buf <- gmf buf + D / lr
     state = (State("buf", "dim"),)
     reduces_to_fedavg = {"mu": 0.0}  # with equal S_i and no local momentum
+    record_fields = (
+        RecordField("tau_eff", "float64", "steps", "the effective number of local steps"),
+        RecordField("a_mean", "float64", "", "mean of the devices' normalisers |a_i|_1"),
+    )
 
     @classmethod
     def check_config(cls, params, cfg):

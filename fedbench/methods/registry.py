@@ -25,7 +25,7 @@ from typing import Any
 
 from fedbench.config import ALIASES, FIELD_TYPES
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import SERVER_MOMENTUM, Method
+from fedbench.methods.base import SERVER_MOMENTUM, Method, RecordField
 
 # name -> class, in listing order (Method.listing_order, then name)
 METHODS: dict[str, type[Method]] = {}
@@ -73,11 +73,29 @@ def check_method_class(cls: type[Method], registry: dict[str, type[Method]]) -> 
         raise FedbenchError(
             f"{cls.name}: state names must be unique and not {SERVER_MOMENTUM.name!r}"
         )
+    _check_record_fields(cls, registry)
     named = [cls.server_lr_param] if cls.server_lr_param else []
     named += list(cls.reduces_to_fedavg or {})
     for name in named:
         if name not in params:
             raise FedbenchError(f"{cls.name}: {name!r} is not one of its parameters")
+
+
+def _check_record_fields(cls: type[Method], registry: dict[str, type[Method]]) -> None:
+    """Unique RecordFields; a name another method records too has its type and unit (one
+    column of rounds.parquet, fedbench.results.schema)."""
+    fields = cls.record_fields
+    names = [f.name for f in fields]
+    if len(set(names)) != len(names) or not all(isinstance(f, RecordField) for f in fields):
+        raise FedbenchError(f"{cls.name}: record_fields must be RecordFields with unique names")
+    for other in registry.values():
+        for f in other.record_fields:
+            mine = next((m for m in cls.record_fields if m.name == f.name), None)
+            if mine is not None and (mine.type, mine.unit) != (f.type, f.unit):
+                raise FedbenchError(
+                    f"{cls.name}: record field {f.name!r} is {mine.type} ({mine.unit or 'no unit'})"
+                    f" but {other.name} records it as {f.type} ({f.unit or 'no unit'})"
+                )
 
 
 def method_class(name: str) -> type[Method]:

@@ -19,6 +19,7 @@ from fedbench.results.records import (
     _first_line,
     summarize,
 )
+from fedbench.results.schema import LOSSLESS_FROM, recorded
 
 FINISHED = ("complete", "diverged")
 ANY = object()
@@ -99,10 +100,10 @@ class RunRecord:
 
         out = []
         schema = self.meta.get("schema_version", 1)
-        if not isinstance(schema, int) or schema < SCHEMA_VERSION:
+        if not isinstance(schema, int) or schema < LOSSLESS_FROM:
             out.append(
                 f"an older fedbench ({self.meta.get('fedbench_version', '?')}, run.json schema "
-                f"{schema}; this build writes {SCHEMA_VERSION})"
+                f"{schema}; this build reads {LOSSLESS_FROM} to {SCHEMA_VERSION} without loss)"
             )
         elif schema > SCHEMA_VERSION:
             out.append(f"a newer fedbench (run.json schema {schema}; this build reads up to "
@@ -353,7 +354,8 @@ class RunIndex:
                 have = set(meta.schema.names)
                 columns = [c for c in columns if c in have]
             pf = pq.ParquetFile(rec.rounds_path, metadata=meta)
-            return pf.read(columns=columns, use_threads=False).to_pandas(use_threads=False)
+            df = pf.read(columns=columns, use_threads=False).to_pandas(use_threads=False)
+            return recorded(df)
         except Exception as e:
             self._problem(
                 f"{rec.rounds_path} is corrupt or truncated ({_first_line(e)}); "

@@ -15,11 +15,9 @@ from typing import Any
 import pandas as pd
 
 from fedbench.errors import FedbenchError
+from fedbench.results.schema import SCHEMA_VERSION  # noqa: F401 (its home before schema.py)
 
 STATUSES = ("running", "complete", "diverged", "failed")
-# run.json's layout. 1: before it was recorded; 2: schema_version, method_version, rows,
-# data.fingerprint, strict JSON (null for non-finite numbers).
-SCHEMA_VERSION = 2
 
 
 def summarize(rounds: pd.DataFrame, target: float | None) -> dict[str, Any]:
@@ -53,6 +51,19 @@ def _last(rounds: pd.DataFrame, col: str) -> float:
         return math.nan
     vals = rounds[col].dropna()
     return float(vals.iloc[-1]) if len(vals) else math.nan
+
+
+def write_rounds(path: Path, table) -> None:
+    """rounds.parquet, atomically (a pyarrow table in the schema of fedbench.results.schema)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from fedbench.atomic import atomic_write_bytes
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
