@@ -5,6 +5,8 @@ import pytest
 import torch
 
 os.environ.setdefault("FEDBENCH_NO_DOWNLOAD", "1")  # tests never rely on a download
+# tests see no shipped runs (results/shipped) unless they point FEDBENCH_STORE at a store
+os.environ["FEDBENCH_STORE"] = "none"
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 from fedbench.config import RunConfig  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from fedbench.cli import calibrate, check, data, docs, info, plot, sweep, table, train
+from fedbench.cli import calibrate, check, data, docs, info, plot, store, sweep, table, train
 from fedbench.cli.common import OneLineError
 from fedbench.errors import FedbenchError
 
@@ -87,7 +87,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-for _module in (train, sweep, table, plot, data, info, check, calibrate, docs):
+for _module in (train, sweep, table, plot, data, info, check, calibrate, store, docs):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

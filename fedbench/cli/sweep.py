@@ -129,7 +129,9 @@ def sweep(**options):
     )
     check_folder(a.results, "--results", claims=True)
     configs, unavailable, label = sweep_configs(a)
-    plan = plan_sweep(configs, Path(a.results), on_error=a.on_error, strict=a.strict)
+    plan = plan_sweep(
+        configs, Path(a.results), on_error=a.on_error, strict=a.strict, shipped=True
+    )
     plan.unavailable = unavailable
     announce(plan, label, executor.name, a)
     if a.dry_run:

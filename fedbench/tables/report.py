@@ -241,7 +241,7 @@ def _join(values) -> str:
 def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail") -> list[Entry]:
     from fedbench.results import RunIndex
 
-    index = RunIndex(results, on_error=on_error)  # read once for every table
+    index = RunIndex(results, on_error=on_error, must_exist=False, shipped=True)  # once for all
     entries = []
     for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
         fit_line = None
