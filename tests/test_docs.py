@@ -8,10 +8,13 @@ from click.testing import CliRunner
 from fedbench.cli import cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+SCHEMA_DOC = README.parent / "docs" / "results-schema.md"
 
 
 def docs(*args):
-    return CliRunner().invoke(cli, ["docs", *args], obj={})
+    if "--schema-doc" not in args:
+        args = (*args, "--schema-doc", str(SCHEMA_DOC))
+    return CliRunner().invoke(cli, ["docs", *map(str, args)], obj={})
 
 
 def test_readme_generated_tables_are_current():
@@ -54,3 +57,18 @@ def test_help_lists_come_from_the_registries():
     assert all(name in out for name, spec in TABLES.items() if spec.is_table)
     out = CliRunner().invoke(cli, ["train", "--help"], obj={}, terminal_width=400).output
     assert ", ".join(METHODS) in out
+
+
+def test_schema_doc_is_generated_from_the_code(tmp_path):
+    """docs/results-schema.md's column tables come from fedbench.results.schema and .export:
+    a column changed in the code makes the check fail until `fedbench docs --write`."""
+    text = SCHEMA_DOC.read_text()
+    assert "| `run_id` " in text and "| `test_acc` " in text and "fraction (0-1" in text
+    stale = text.replace("| `order` ", "| `orderx`", 1)
+    assert stale != text
+    doc = tmp_path / "schema.md"
+    doc.write_text(stale)
+    r = docs("--readme", README, "--schema-doc", doc)
+    assert r.exit_code == 1 and "generated tables stale (rounds-columns)" in r.output
+    r = docs("--readme", README, "--schema-doc", doc, "--write")
+    assert r.exit_code == 0 and doc.read_text() == text

@@ -156,8 +156,10 @@ def _print_paper_table(result, fit_line: str | None) -> None:
 
 
 def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
-    """OUT/NAME[_DATASET][_calibrated].{md,csv,tex}, headed by the command that made it."""
+    """OUT/NAME[_DATASET][_calibrated].{md,csv,tex}, headed by the command that made it and
+    which runs (a csv's head in NAME.csv.json); never over a file made from more runs."""
     from fedbench.tables import claims_summary, header_lines, render_paper_table, table_file_name
+    from fedbench.tables.render import paper_table_sidecar, runs_line, write_guarded
 
     device = ", ".join(sorted(result.devices)) or "no runs"
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
@@ -166,10 +168,12 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
     from fedbench.tables.report import table_scale
 
     scale = [f"scale: {table_scale(result)[1]}"] if result.spec.seeds else []
-    header = [*header_lines(cmd, device), result.compute_line(), *scale]
+    records = result.used_records()
+    header = [*header_lines(cmd, device), result.compute_line(), runs_line(records), *scale]
     header += [fit_line] if fit_line else []
-    path.write_text(render_paper_table(result, fmt, header))
-    click.echo(f"wrote {path}")
+    sidecar = paper_table_sidecar(result, header) if fmt == "csv" else None
+    changed = write_guarded(path, render_paper_table(result, fmt, header), len(records), sidecar)
+    click.echo(f"wrote {path}" if changed else f"{path} is up to date (same runs)")
     echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
     echo_lines(result.notes)
     if result.claims:

@@ -100,6 +100,10 @@ class TableResult:
         """The table's distinct runs (cells may share one), by run id."""
         return {rec.meta.get("run_id", id(rec)): rec for c in self.cells for _, rec in c.records}
 
+    def used_records(self) -> list:
+        """The RunRecords the table was made from, one per run."""
+        return list(self._records().values())
+
     def run_count(self) -> int:
         return len(self._records())
 
