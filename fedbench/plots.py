@@ -79,25 +79,16 @@ CURVE_LABELS = {
 FALLBACK = {"train_loss": "local_loss", "local_acc": "train_acc"}
 
 
-def _read(path: Path, columns: list[str]):
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-        have = set(pf.schema_arrow.names)
-        return pf.read(columns=[c for c in columns if c in have]).to_pandas()
-    except Exception as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise FedbenchError(
-            f"{path} is corrupt or truncated ({first}); rerun or delete it"
-        ) from None
+def _read(rec, columns: list[str]):
+    """The columns a run recorded (local or shipped: RunRecord.read_rounds)."""
+    return rec.read_rounds(columns)
 
 
 def seed_curves(res, column: str):
     """{seed: Series indexed by round} of one cell's runs (FALLBACK column when absent)."""
     out = {}
     for seed, rec in res.records:
-        df = _read(rec.rounds_path, ["round", column, FALLBACK.get(column, column)])
+        df = _read(rec, ["round", column, FALLBACK.get(column, column)])
         col = column if column in df else FALLBACK.get(column)
         if col in df and df[col].notna().any():
             s = df.set_index("round")[col].dropna()
@@ -279,7 +270,7 @@ def _heatmap(panels, ps):
     fig, axes = _grid(1, len(members))
     for j, c in enumerate(members):
         seed, rec = c.records[0]
-        df = _read(rec.rounds_path, ["round", "clients", "agg_weights"])
+        df = _read(rec, ["round", "clients", "agg_weights"])
         if "agg_weights" not in df:
             raise FedbenchError(
                 f"{rec.rounds_path} has no per-round agg_weights (fedsoftmax records them)"

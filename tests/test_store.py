@@ -88,6 +88,8 @@ def test_a_table_reads_the_store_in_an_empty_folder(published, tmp_path, monkeyp
     assert table == local.output.split("note:")[0]  # the same cells either way
     r = invoke("sweep", "--table", "stragglers", *SEL, "--dry-run")
     assert r.exit_code == 0 and "0 to run" in r.output.replace("  ", " "), r.output
+    r = invoke("plot", "stragglers", *SEL, "--out", tmp_path / "fig")  # figures redraw too
+    assert r.exit_code == 0 and (tmp_path / "fig" / "stragglers_synthetic-1-1.png").is_file()
 
 
 def test_regenerating_a_table_gives_the_same_bytes_and_never_fewer_runs(

@@ -56,11 +56,39 @@ def expected_rows(meta: dict) -> int | None:
 class RunRecord:
     """One run folder as recorded in its run.json (rounds.parquet is read only on demand)."""
 
-    __slots__ = ("run_dir", "meta", "key", "group")
+    __slots__ = ("run_dir", "meta", "key", "group", "store")
 
-    def __init__(self, run_dir: Path, meta: dict, key: str | None, group: str | None = None):
+    def __init__(self, run_dir: Path, meta: dict, key: str | None, group=None, store=None):
         self.run_dir, self.meta, self.key = run_dir, meta, key
         self.group = group  # the shipped store's group holding it (None: a local run folder)
+        self.store = store  # that store (fedbench.results.store.Store)
+
+    def rounds_table(self, columns: list[str] | None = None, parquet_meta=None):
+        """Its rounds as stored (a pyarrow Table: the file's columns, or the store's; only
+        `columns` of them when given). Raises what reading raises."""
+        import pyarrow.parquet as pq
+
+        columns = None if columns is None else list(dict.fromkeys(columns))  # each once
+        if self.shipped:
+            t = self.store.rounds(self.group, self.run_id)
+            return t if columns is None else t.select([c for c in columns if c in t.column_names])
+        pf = pq.ParquetFile(self.rounds_path, metadata=parquet_meta)
+        if columns is not None:
+            have = set(pf.schema_arrow.names)
+            columns = [c for c in columns if c in have]
+        return pf.read(columns=columns, use_threads=False)
+
+    def read_rounds(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """Its rounds: the columns it recorded (a value in some row), `columns` of them when
+        given; a one-line FedbenchError when unreadable."""
+        try:
+            table = self.rounds_table(columns)
+        except Exception as e:
+            raise FedbenchError(
+                f"{self.rounds_path} is corrupt or truncated ({_first_line(e)}); rerun or "
+                f"delete {self.run_dir}"
+            ) from None
+        return recorded(table.to_pandas(use_threads=False))
 
     @property
     def shipped(self) -> bool:
@@ -225,7 +253,7 @@ class RunIndex:
 
         for group, row in self.store.rows():
             meta = meta_from_row(row)
-            rec = RunRecord(self.store.root / group / row["run_id"], meta, None, group)
+            rec = RunRecord(self.store.root / group / row["run_id"], meta, None, group, self.store)
             try:
                 rec.key = config_key(meta["config"], rec.method_version)
             except Exception as e:
@@ -392,18 +420,8 @@ class RunIndex:
     def rounds_table(self, rec: RunRecord, columns: list[str] | None = None):
         """The rounds of a run as stored (a pyarrow Table: the file's columns, or the store's);
         None if unreadable and on_error is skip."""
-        import pyarrow.parquet as pq
-
-        if rec.shipped:
-            t = self.store.rounds(rec.group, rec.run_id)
-            return t if columns is None else t.select([c for c in columns if c in t.column_names])
         try:
-            meta = self._meta.get(rec.run_dir) or pq.read_metadata(rec.rounds_path)
-            if columns is not None:
-                have = set(meta.schema.names)
-                columns = [c for c in columns if c in have]
-            pf = pq.ParquetFile(rec.rounds_path, metadata=meta)
-            return pf.read(columns=columns, use_threads=False)
+            return rec.rounds_table(columns, self._meta.get(rec.run_dir))
         except Exception as e:
             self._problem(
                 f"{rec.rounds_path} is corrupt or truncated ({_first_line(e)}); "
