@@ -7,9 +7,9 @@ form (fedbench.results.export) and read beside the local results folder.
 
 Read-only: only `fedbench publish` writes it, adding runs whose identity and data fingerprint
 (config_hash, data_fingerprint) are not in the store yet, into a group (by default named for the
-table it publishes). Where it is: $FEDBENCH_STORE (`none` for no store), else results/shipped of
-the source tree fedbench runs from (a clone, or an editable install). The whole store stays under
-SIZE_BUDGET bytes (tests/test_store.py checks it).
+table it publishes); a run shared by several tables is kept once, in the group published first.
+Where it is: see store_root. The whole store stays under SIZE_BUDGET bytes (tests/test_store.py
+checks it). Files are sorted by run_id (and round), dictionary-encoded, zstd-compressed.
 """
 
 from __future__ import annotations
@@ -29,16 +29,20 @@ CALIBRATION = "calibration"
 
 
 def store_root() -> Path | None:
-    """The shipped store's folder, or None (no store: $FEDBENCH_STORE=none, or an installed
-    fedbench without a source tree and no $FEDBENCH_STORE)."""
+    """The shipped store's folder: $FEDBENCH_STORE (`none`: no store); else results/shipped of
+    the source tree fedbench is imported from (a clone, an editable install), so `fedbench
+    table NAME` finds it from any folder; else (an installed wheel, which carries no runs)
+    ./results/shipped when the current folder is a clone; else None."""
     env = os.environ.get(STORE_ENV)
     if env is not None:
         return None if env.strip().lower() in ("", "none") else Path(env)
     import fedbench
 
     tree = Path(fedbench.__file__).resolve().parents[1]
-    root = tree / "results" / "shipped"
-    return root if (tree / "pyproject.toml").is_file() else None
+    if (tree / "pyproject.toml").is_file():
+        return tree / "results" / "shipped"
+    here = Path("results") / "shipped"
+    return here.resolve() if here.is_dir() else None
 
 
 class Store:
