@@ -144,8 +144,9 @@ def _line_label(c, ps, members) -> str:
 def _save(fig, out_base: Path) -> list[Path]:
     out_base.parent.mkdir(parents=True, exist_ok=True)
     paths = [out_base.with_name(out_base.name + ext) for ext in (".png", ".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")  # keeps titles and outside legends
+    for p in paths:  # no creation date in the PDF: the same runs redraw the same bytes
+        meta = {"CreationDate": None} if p.suffix == ".pdf" else None
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata=meta)  # keeps outside legends
     plt.close(fig)
     return paths
 
