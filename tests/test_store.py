@@ -173,3 +173,16 @@ def test_store_found_from_the_source_tree(monkeypatch):
     monkeypatch.setenv(STORE_ENV, "none")
     assert store_root() is None
     assert len(RunIndex(REPO / "nosuch", must_exist=False, shipped=True)) == 0
+
+
+def test_load_frames_reads_local_and_shipped(published, tmp_path):
+    from fedbench.results import load_frames
+
+    res, store, n = published
+    extra = tmp_path / "more"
+    fake_stragglers(extra, seeds=(2,))  # runs not shipped
+    runs, rounds = load_frames(extra)
+    assert runs["source"].value_counts().to_dict() == {"shipped": n, "local": n // 2}
+    assert set(rounds["run_id"]) == set(runs["run_id"]) and len(rounds) == 6 * len(runs)
+    runs, _ = load_frames(extra, shipped=False)
+    assert set(runs["source"]) == {"local"} and len(runs) == n // 2
