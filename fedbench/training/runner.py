@@ -285,11 +285,8 @@ def _train_claimed(
     return meta, df
 
 
-def _rounds(
-    cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, on_round: Callable[[dict], None]
-) -> tuple[dict, pd.DataFrame]:
-    from fedbench.results.schema import rounds_table
-
+def _start_records(eng: Engine, meta: dict, run_dir: Path) -> None:
+    """run.json with what the engine knows (device, data, model), and partition.parquet."""
     meta.update(
         device=str(eng.device),
         device_name=device_name(eng.device),
@@ -312,6 +309,13 @@ def _rounds(
         ),
     )
 
+
+def _rounds(
+    cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, on_round: Callable[[dict], None]
+) -> tuple[dict, pd.DataFrame]:
+    from fedbench.results.schema import rounds_table
+
+    _start_records(eng, meta, run_dir)
     rows: list[dict] = []
     first = {
         "round": 0,
