@@ -128,3 +128,29 @@ def test_a_record_keeps_nan_apart_from_missing():
     t = rounds_table([{"round": 0}, {"round": 1, "local_loss": float("nan")}], "r")
     ll = t.column("local_loss")
     assert ll.null_count == 1 and pd.isna(ll.to_pylist()[1])
+
+
+def test_schema_doc_is_generated_from_the_code(tmp_path):
+    """docs/results-schema.md's column tables come from fedbench.results.schema and .export:
+    a column changed in the code makes `fedbench docs` fail until `fedbench docs --write`."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from fedbench.cli import cli
+
+    root = DOC.parents[1]
+    shutil.copy(root / "README.md", tmp_path / "README.md")
+    shutil.copytree(root / "docs", tmp_path / "docs")
+    shutil.copytree(root / "tables", tmp_path / "tables")
+    text = DOC.read_text()
+    assert "| `run_id` " in text and "| `test_acc` " in text and "fraction (0-1" in text
+    doc = tmp_path / "docs" / DOC.name
+    doc.write_text(text.replace("| `order` ", "| `orderx`", 1))
+
+    def docs(*args):
+        return CliRunner().invoke(cli, ["docs", "--root", str(tmp_path), *args], obj={})
+
+    r = docs()
+    assert r.exit_code == 1 and "docs/results-schema.md: rounds-columns" in r.output, r.output
+    assert docs("--write").exit_code == 0 and doc.read_text() == text
