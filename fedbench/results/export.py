@@ -136,8 +136,9 @@ def export_tables(index: RunIndex, records: Iterable[RunRecord]) -> tuple[pa.Tab
     runs = table_of([run_row(r.meta, r.run_id) for r in recs], runs_columns())
     parts = []
     for r in recs:
-        if r.status == "failed" and not r.rounds_path.exists() and not r.shipped:
-            continue
+        unfinished = r.status not in ("complete", "diverged")
+        if not r.shipped and unfinished and not r.rounds_path.exists():
+            continue  # failed before its first rounds, or just started: no rounds yet
         t = index.rounds_table(r)
         if t is not None:
             parts.append(normalise_rounds(t, r.run_id))
