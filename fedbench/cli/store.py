@@ -151,8 +151,8 @@ def _every_table(tables_dir: Path, results) -> list:
 
 
 def _publish_one(root: Path, group: str, what, results, on_error) -> None:
-    from fedbench.results.store import publish as add
-    from fedbench.results.store import publish_fit
+    from fedbench.results.publish import publish as add
+    from fedbench.results.publish import publish_fit
 
     fit = None
     if isinstance(what, tuple) and len(what) == 6:

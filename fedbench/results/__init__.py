@@ -1,7 +1,7 @@
 """Run records: one run's files (fedbench.results.records) and the index of a results folder
 (fedbench.results.index)."""
 
-from fedbench.results.export import load_frames
+from fedbench.results.frames import load_frames
 from fedbench.results.index import (
     ANY,
     FINISHED,

@@ -24,8 +24,6 @@ from fedbench.results.schema import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from fedbench.results.index import RunIndex, RunRecord
-
 _KIND_TYPES = {"str": "string", "int": "int64", "float": "float64", "bool": "bool",
                "dict": "string"}  # fmt: skip
 # run.json's `device` (the device used) keeps its name; the config's (the one asked for) is this
@@ -127,7 +125,7 @@ def table_of(rows: list[dict], columns: list[Column]) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=[c.name for c in columns])
 
 
-def export_tables(index: RunIndex, records: Iterable[RunRecord]) -> tuple[pa.Table, pa.Table]:
+def export_tables(index, records: Iterable) -> tuple[pa.Table, pa.Table]:
     """(runs, rounds) of the records, in the schema this build writes, sorted by run_id (and
     round). A record's rounds are read through the index (local folder or shipped store)."""
     import pyarrow as pa
@@ -175,7 +173,7 @@ def write_table(table: pa.Table, path: Path, what: dict[str, str]) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def export(index: RunIndex, records: Iterable[RunRecord], out: Path, command: str) -> dict:
+def export(index, records: Iterable, out: Path, command: str) -> dict:
     """OUT/runs.parquet and OUT/rounds.parquet; returns {"runs": n, "rounds": m}."""
     runs, rounds = export_tables(index, records)
     out.mkdir(parents=True, exist_ok=True)
@@ -184,24 +182,7 @@ def export(index: RunIndex, records: Iterable[RunRecord], out: Path, command: st
     return {"runs": runs.num_rows, "rounds": rounds.num_rows}
 
 
-def load_frames(results: Path | str = "results", shipped: bool = True, on_error: str = "skip"):
-    """(runs, rounds) as pandas DataFrames: every run of the results folder (one record per
-    identity and data fingerprint, failed ones included) and, with shipped, of the shipped store
-    (a run in both is the shipped record), in the schema of docs/results-schema.md; runs has a
-    `source` column: "local" or "shipped". The reading API under fedbench.load_runs."""
-    from fedbench.results.index import RunIndex
-
-    index = RunIndex(results, on_error=on_error, must_exist=False, shipped=shipped)
-    records = [rec for key in index.by_key for rec in index.runs(key)]
-    runs, rounds = export_tables(index, records)
-    runs_df = runs.to_pandas()
-    source = {r.run_id: "shipped" if r.shipped else "local" for r in records}
-    runs_df["source"] = runs_df["run_id"].map(source)
-    return runs_df, rounds.to_pandas()
-
-
 __all__ = [
-    "load_frames",
     "CONFIG_DEVICE",
     "export",
     "export_tables",

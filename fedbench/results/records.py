@@ -15,7 +15,10 @@ from typing import Any
 import pandas as pd
 
 from fedbench.errors import FedbenchError
-from fedbench.results.schema import SCHEMA_VERSION  # noqa: F401 (its home before schema.py)
+from fedbench.results.schema import (  # noqa: F401 (their home before schema.py)
+    SCHEMA_VERSION,
+    SUMMARY_KEYS,
+)
 
 STATUSES = ("running", "complete", "diverged", "failed")
 
@@ -118,18 +121,6 @@ def run_dirs(results: Path) -> list[Path]:
     )
 
 
-SUMMARY_KEYS = (
-    "rounds_run",
-    "best_acc",
-    "final_acc",
-    "mean_round_seconds",
-    "total_seconds",
-    "final_train_loss",
-    "final_local_loss",
-    "target_acc",
-    "rounds_to_target",
-    "seconds_to_target",
-)
 
 
 def _first_line(e: BaseException) -> str:

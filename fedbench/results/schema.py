@@ -226,6 +226,21 @@ def recorded(df: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- run.json
 
+# run.json's summary (fedbench.results.records.summarize)
+SUMMARY_KEYS = (
+    "rounds_run",
+    "best_acc",
+    "final_acc",
+    "mean_round_seconds",
+    "total_seconds",
+    "final_train_loss",
+    "final_local_loss",
+    "target_acc",
+    "rounds_to_target",
+    "seconds_to_target",
+)
+
+
 RUN_KEYS = (
     ("schema_version", "int", "the layout of this file (SCHEMA_VERSION)"),
     ("run_id", "str", "the run's name: <method>-<preset or dataset>-s<seed>-<config_hash>"),
@@ -256,8 +271,6 @@ RUN_KEYS = (
 def normalise_meta(meta: dict) -> dict:
     """A run.json of any schema version with every key of RUN_KEYS (null where it lacks one),
     the summary's keys too; its schema_version stays what the record was written with."""
-    from fedbench.results.records import SUMMARY_KEYS
-
     out = {k: meta.get(k) for k, _, _ in RUN_KEYS}
     out.update({k: v for k, v in meta.items() if k not in out})
     if out["schema_version"] is None:
