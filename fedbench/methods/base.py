@@ -20,9 +20,10 @@ evaluation). A method says, in the order the engine calls it:
   local[const] (``LinearStep``), so that the engine may train the round without calling
   local_step. What the declaration buys is ``step_paths``: the engine's round paths (ROUND_PATHS)
   open to it. Undeclared, every round runs "stepwise": local_step called at every step, one
-  autograd pass and a Python call each, ~20x slower than the compiled path on the default run
-  (logreg on Synthetic: 2.74 vs 0.13 s/round, benchmarks/round_paths.py, one thread on a loaded
-  2-core machine). `fedbench methods` lists each method's paths;
+  autograd pass and a Python call each: ~20x slower than the compiled path on the default run
+  (logreg on Synthetic: 2.74 vs 0.13 s/round), 2.3x slower than the MLP window on FedLGA-FMNIST
+  (42.0 vs 17.9 s/round; benchmarks/round_paths.py, one thread on a loaded 2-core machine).
+  `fedbench methods` lists each method's paths;
 - ``client_final(ctx, res)`` (optional): after local training, before aggregation, on the
   devices' rows (FedJAX's client_final): what each device sends, e.g. a compressed or clipped
   delta, or per-device state updated from its final model. Returns the (new) LocalResult;

@@ -122,9 +122,11 @@ def method_params(name: str, values: dict[str, Any]) -> Any:
     return cls.Params(**coerced)
 
 
-# what the stepwise path costs (local_step at every step): s/round of FedAvg's default run forced
-# stepwise over compiled, benchmarks/round_paths.py (2.74 vs 0.13 s/round, 1 thread, load ~15)
-STEPWISE_COST = "~20x slower"
+# what the stepwise path costs (local_step at every step): FedAvg's rounds forced stepwise over
+# its fastest path, benchmarks/round_paths.py at 1 thread on a loaded 2-core machine: the default
+# run (logreg, compiled) 2.74 vs 0.13 s/round at load ~15; FedLGA-FMNIST's MLP (window) 42.0 vs
+# 17.9 s/round at load ~22
+STEPWISE_COST = "2-20x slower"
 
 
 def default_paths(cls: type[Method]) -> tuple[str, ...]:
