@@ -127,8 +127,8 @@ class RunConfig:
     method: str = "fedavg"
     method_params: dict[str, Any] = field(default_factory=dict)
     # the server optimizer after every method's combine (fedbench.methods.server_opt), on the
-    # pseudo-gradient Delta = aggregate - w: sgd (FedAvgM with momentum), adagrad, adam, yogi
-    server_opt: str = "sgd"
+    # pseudo-gradient Delta = aggregate - w
+    server_opt: str = "sgd"  # sgd (FedAvgM with server_momentum), adagrad, adam, yogi
     server_lr: float = 1.0  # eta: sgd w <- w + eta * Delta; 1 (sgd): the aggregate itself
     server_momentum: float = 0.0  # sgd: beta of m <- beta m + Delta (FedAvgM: 0.9)
     server_beta1: float = 0.9  # adagrad/adam/yogi: m <- b1 m + (1 - b1) Delta (Reddi et al.)
