@@ -16,10 +16,18 @@ SECTION = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end -->)", re.
 WRITE = "fedbench docs --write"
 
 
+def _builtin(obj) -> bool:
+    """Not a plugin's (README documents fedbench's own names, whatever plugins are loaded)."""
+    from fedbench.plugins import owner
+
+    return owner(getattr(obj, "__module__", "") or "") is None
+
+
 def _methods() -> str:
     from fedbench.cli.info import markdown, method_rows
+    from fedbench.methods import METHODS
 
-    return markdown(method_rows())
+    return markdown([r for r in method_rows() if _builtin(METHODS[r["method"]])])
 
 
 def _presets() -> str:
@@ -32,11 +40,13 @@ def _tables() -> str:
     from fedbench.cli.info import markdown
     from fedbench.cli.table import spec_rows
 
-    tables = spec_rows(figures=False)
+    from fedbench.tables import TABLES
+
+    tables = [r for r in spec_rows(figures=False) if _builtin(TABLES[r["name"]].build)]
     figures = [
         {**row, "name": f"{row['name']} (figure only)"}
         for row in spec_rows(figures=True)
-        if row["name"] not in {t["name"] for t in tables}
+        if row["name"] not in {t["name"] for t in tables} and _builtin(TABLES[row["name"]].build)
     ]
     return markdown(tables + figures)
 
