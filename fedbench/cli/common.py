@@ -77,9 +77,9 @@ def command_line(sets, flags: dict, options: dict | None = None) -> dict:
     return one_each(items)
 
 
-def make_selection(dataset, seeds, preset, sets, results):
-    """The runs a paper table refers to; every key, value, seed and preset checked here, so
-    that a typo stops with one line instead of leaving every cell n/a."""
+def make_selection(dataset, seeds, preset, sets, results, add_methods=()):
+    """The runs a paper table refers to; every key, value, seed, preset and added method
+    checked here, so that a typo stops with one line instead of leaving every cell n/a."""
     from fedbench.assembly import apply_overrides
     from fedbench.config import RunConfig
     from fedbench.presets import get_preset
@@ -99,7 +99,30 @@ def make_selection(dataset, seeds, preset, sets, results):
         preset=preset,
         sets=overrides,
         results=str(results),
+        additions=tuple(a.text for a in _additions(add_methods)),
+        plugins=given_plugins(),
     )
+
+
+def _additions(add_methods) -> list:
+    from fedbench.tables.additions import parse_addition
+
+    return [parse_addition(text) for text in add_methods or ()]
+
+
+def given_plugins() -> tuple[str, ...]:
+    """The plugins this command loaded from --plugin or FEDBENCH_PLUGINS (not entry points:
+    installed packages load themselves), as given: commands the tables print repeat them."""
+    from fedbench.plugins import LOADED
+
+    return tuple(p.source for p in LOADED.values() if not p.source.startswith("entry point "))
+
+
+def with_additions(spec, sel):
+    """The table spec with the selection's added rows (fedbench.tables.additions)."""
+    from fedbench.tables.additions import add_rows
+
+    return add_rows(spec, _additions(sel.additions))
 
 
 def apply_calibration(spec, sel, calibrated: bool):
@@ -111,9 +134,9 @@ def apply_calibration(spec, sel, calibrated: bool):
     return calibrated_selection(spec, sel)
 
 
-def table_selection(spec, dataset, seeds, preset, sets, results, calibrated):
+def table_selection(spec, dataset, seeds, preset, sets, results, calibrated, add_methods=()):
     """make_selection, then the calibrated value where asked: (selection, header line)."""
-    sel = make_selection(dataset, seeds, preset, sets, results)
+    sel = make_selection(dataset, seeds, preset, sets, results, add_methods)
     return apply_calibration(spec, sel, calibrated)
 
 
