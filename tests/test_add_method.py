@@ -5,10 +5,9 @@ shows them marked (added) beside the paper's rows, and the claims' verdicts do n
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from fedbench import plugins
-from fedbench.cli import cli
 from fedbench.errors import FedbenchError
 from fedbench.tables import cell_config, get_table
 from fedbench.tables.additions import Addition, add_rows, baseline_row, parse_addition
@@ -24,10 +23,6 @@ def example_loaded():
     with registries_restored():
         plugins.load([EXAMPLE])
         yield
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
 
 
 def test_parse_addition():

@@ -5,17 +5,12 @@ shown (summary columns, sweep listings, plot legends), and plot styles stay dist
 import json
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from fedbench.cli import cli
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.run_filter import RunFilter, run_label, varying_fields
 from fedbench.testing import write_fake_run
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
 
 
 def cfg(**kw) -> RunConfig:
