@@ -237,3 +237,36 @@ def test_module_names_of_files_are_stable(tmp_path):
     a = tmp_path / "my plugin.py"
     assert plugins._module_name(a) == plugins._module_name(Path(str(a)))
     assert plugins._module_name(a).startswith("fedbench_plugin_my_plugin_")
+
+
+TABLE_PLUGIN = """
+from fedbench.presets import register_preset
+from fedbench.tables.spec import runs, table
+
+register_preset("blobs-tiny", "a test preset", dict(dataset="blobs", partition="natural",
+                num_clients=4, clients_per_round=2, local_epochs=1, rounds=2))
+
+
+@table("blobs-acc", "test plugin", "Final accuracy on blobs", ("blobs",), seeds=(0,))
+def _build(ds):
+    rows = (("FedAvg", "fedavg"), ("Half", "half_sgd"))
+    return [runs(ds, label, "acc %", "final_acc", "blobs-tiny", method=m) for label, m in rows]
+"""
+
+
+def test_a_plugin_table_sweeps_renders_and_takes_added_rows(plugin_file, tmp_path):
+    tables = tmp_path / "tables.py"
+    tables.write_text(TABLE_PLUGIN)
+    load = ["--plugin", plugin_file, "--plugin", tables]
+    res = tmp_path / "r"
+    r = invoke("sweep", "--table", "blobs-acc", *load, "--results", res, "--quiet")
+    assert r.exit_code == 0 and "2 run(s)" in r.output and "2 complete" in r.output, r.output
+    r = invoke("table", "blobs-acc", *load, "--results", res)
+    assert r.exit_code == 0 and "missing" not in r.output and "Half" in r.output, r.output
+    r = invoke("sweep", "--table", "blobs-acc", *load, "--results", res, "--quiet",
+               "--add-method", "fedprox:mu=0.1")  # fmt: skip
+    assert r.exit_code == 0 and "1 run(s)" in r.output, r.output
+    r = invoke("table", "blobs-acc", *load, "--results", res, "--add-method", "fedprox:mu=0.1")
+    assert "fedprox mu=0.1 (added)" in r.output and "missing" not in r.output, r.output
+    r = invoke("check", "--contracts", *load, "--only", "blobs-acc")
+    assert r.exit_code == 0 and "table blobs-acc" in r.output and "2 run configs" in r.output

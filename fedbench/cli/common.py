@@ -153,3 +153,35 @@ class ListedHelp(click.Command):
             self.help = (self.help or "").replace(f"{{{key}}}", ", ".join(names()))
         self.lists = {}
         super().format_help_text(ctx, formatter)
+
+
+# the options that select runs, by parameter name: what `refuse` calls them
+OPTION_NAMES = {
+    "dataset": "--dataset",
+    "seeds": "--seeds",
+    "preset": "--preset",
+    "sets": "--set",
+    "add_methods": "--add-method",
+    "method": "--method",
+    "where": "--where",
+    "calibrated": "--calibrated",
+    "spread": "--spread",
+}
+
+
+def refuse(given: dict, options, command: str, why: str) -> None:
+    """A one-line error for an option (by parameter name) the command would otherwise
+    ignore."""
+    bad = [OPTION_NAMES[o] for o in options if given.get(o)]
+    if bad:
+        verb = "does" if len(bad) == 1 else "do"
+        raise FedbenchError(f"{', '.join(bad)} {verb} not apply to `fedbench {command}`: {why}")
+
+
+def run_filter(dataset, method, seeds, where):
+    """--dataset, --method, --seeds and --where as one filter of runs (fedbench.run_filter)."""
+    from fedbench.run_filter import RunFilter
+    from fedbench.sweep import parse_list
+
+    seed_list = parse_list(seeds, "--seeds", int)
+    return RunFilter.parse(dataset, method, seed_list, where)

@@ -39,7 +39,6 @@ def _presets() -> str:
 def _tables() -> str:
     from fedbench.cli.info import markdown
     from fedbench.cli.table import spec_rows
-
     from fedbench.tables import TABLES
 
     tables = [r for r in spec_rows(figures=False) if _builtin(TABLES[r["name"]].build)]

@@ -7,8 +7,15 @@ from pathlib import Path
 import click
 
 from fedbench.cli import options as opt
-from fedbench.cli.common import ListedHelp, check_folder, echo_lines, table_selection
-from fedbench.cli.table import figure_names, list_specs, refuse, run_filter
+from fedbench.cli.common import (
+    ListedHelp,
+    check_folder,
+    echo_lines,
+    refuse,
+    run_filter,
+    table_selection,
+)
+from fedbench.cli.table import figure_names, list_specs
 
 
 @click.command(cls=ListedHelp, lists={"figures": figure_names})

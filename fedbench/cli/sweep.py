@@ -188,14 +188,14 @@ def sweep_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
 
 def _table_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
     from fedbench.sweep import table_configs
-    from fedbench.tables import get_table
+    from fedbench.tables import TABLES, get_table
 
     if a.sweep_file or a.grids or a.config_file:
         raise FedbenchError(
             "--table chooses the runs itself; use --dataset, --seeds, --preset, --set and "
             "--methods with it, not --grid, --config or --file"
         )
-    spec = get_table(a.table_name, figure=True)
+    spec = TABLES.get(a.table_name) or get_table(a.table_name)  # a table, a figure or both
     sel, fit_line = table_selection(
         spec, a.dataset, a.seeds, a.preset, a.sets, a.results, a.calibrated, a.add_methods
     )

@@ -9,11 +9,14 @@ import click
 
 from fedbench.cli import options as opt
 from fedbench.cli.common import (
+    OPTION_NAMES,
     ListedHelp,
     apply_calibration,
     check_folder,
     echo_lines,
     make_selection,
+    refuse,
+    run_filter,
     warn,
 )
 from fedbench.errors import FedbenchError
@@ -141,38 +144,6 @@ def _paper_command(name: str, o: dict) -> None:
     spec = with_additions(get_table(name), sel)
     _paper_table(name, spec, sel, o["fmt"], o["out"], o["on_error"], o["spread"], o["strict"],
                  o["calibrated"])  # fmt: skip
-
-
-# the options that select runs, by parameter name: what `refuse` calls them
-OPTION_NAMES = {
-    "dataset": "--dataset",
-    "seeds": "--seeds",
-    "preset": "--preset",
-    "sets": "--set",
-    "add_methods": "--add-method",
-    "method": "--method",
-    "where": "--where",
-    "calibrated": "--calibrated",
-    "spread": "--spread",
-}
-
-
-def refuse(given: dict, options, command: str, why: str) -> None:
-    """A one-line error for an option (by parameter name) the command would otherwise
-    ignore."""
-    bad = [OPTION_NAMES[o] for o in options if given.get(o)]
-    if bad:
-        verb = "does" if len(bad) == 1 else "do"
-        raise FedbenchError(f"{', '.join(bad)} {verb} not apply to `fedbench {command}`: {why}")
-
-
-def run_filter(dataset, method, seeds, where):
-    """--dataset, --method, --seeds and --where as one filter of runs (fedbench.run_filter)."""
-    from fedbench.run_filter import RunFilter
-    from fedbench.sweep import parse_list
-
-    seed_list = parse_list(seeds, "--seeds", int)
-    return RunFilter.parse(dataset, method, seed_list, where)
 
 
 def _paper_table(name, spec, sel, fmt, out, on_error, spread, strict, calibrated) -> None:
