@@ -21,15 +21,14 @@ LINE_STYLES = ("-", "--", ":", "-.")
 
 
 def series_styles(n: int) -> list[dict]:
-    """n distinct (colour, line style) pairs: tab10's colours up to 10 series, tab20's up to
-    20, then tab20's colours again with dashed, dotted and dash-dot lines (80), then evenly
+    """n distinct (colour, line style) pairs: tab10's colours for the first 10 series (so a
+    series added to a figure leaves the others' colours as they were), their light tab20
+    partners for the next 10, then the 20 again dashed, dotted and dash-dotted (80), then evenly
     spaced hues of a continuous map; so no two lines of a figure look the same."""
-    if n <= 10:
-        return [{"color": plt.get_cmap("tab10")(i), "linestyle": "-"} for i in range(n)]
     if n <= 20 * len(LINE_STYLES):
-        cmap = plt.get_cmap("tab20")
+        cmap = plt.get_cmap("tab20")  # even entries are tab10's colours, odd their light ones
         return [
-            {"color": cmap(i % 20), "linestyle": LINE_STYLES[i // 20 % len(LINE_STYLES)]}
+            {"color": cmap(i % 10 * 2 + i // 10 % 2), "linestyle": LINE_STYLES[i // 20]}
             for i in range(n)
         ]
     cmap = plt.get_cmap("turbo")

@@ -120,14 +120,18 @@ def test_curves_are_filtered_and_labelled(results, tmp_path, monkeypatch):
 
 
 def test_styles_stay_distinct_past_ten_series():
+    import matplotlib.pyplot as plt
+
     from fedbench.plots import series_styles
 
     for n in (1, 10, 11, 20, 21, 80, 81, 200):
         styles = series_styles(n)
         keys = {(tuple(s["color"]), s["linestyle"]) for s in styles}
         assert len(styles) == n and len(keys) == n, n
-    assert {s["linestyle"] for s in series_styles(10)} == {"-"}
+    assert {s["linestyle"] for s in series_styles(20)} == {"-"}
     assert len({tuple(s["color"]) for s in series_styles(20)}) == 20
+    tab10 = [tuple(plt.get_cmap("tab10")(i)) for i in range(10)]
+    assert [tuple(s["color"]) for s in series_styles(11)[:10]] == tab10  # adding keeps colours
 
 
 def test_dry_run_and_closing_table_show_what_varies(tmp_path):
