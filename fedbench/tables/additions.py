@@ -135,9 +135,10 @@ def add_rows(spec: TableSpec, additions: list[Addition]) -> TableSpec:
         return out
 
     note = (
-        f"rows marked {ADDED} ({', '.join(a.text for a in additions)}) are not the paper's: "
-        "run at the settings of the baseline row (the FedAvg row where there is one), with no "
-        "paper value; the claims read the paper's rows only"
+        f"rows marked {ADDED} are not the paper's (--add-method "
+        f"{', '.join(a.text for a in additions)}): run at the settings of the baseline row (the "
+        "FedAvg row where there is one), with no paper value; the claims read the paper's rows "
+        "only"
     )
     return dataclasses.replace(spec, build=build, notes=(*spec.notes, note))
 
