@@ -100,7 +100,7 @@ def make_selection(dataset, seeds, preset, sets, results, add_methods=()):
         sets=overrides,
         results=str(results),
         additions=tuple(a.text for a in _additions(add_methods)),
-        plugins=given_plugins(),
+        plugins=given_plugins() if add_methods else (),
     )
 
 
@@ -112,7 +112,8 @@ def _additions(add_methods) -> list:
 
 def given_plugins() -> tuple[str, ...]:
     """The plugins this command loaded from --plugin or FEDBENCH_PLUGINS (not entry points:
-    installed packages load themselves), as given: commands the tables print repeat them."""
+    installed packages load themselves), as given: the commands a table with rows added prints
+    repeat them (a paper table's own commands stay as they were)."""
     from fedbench.plugins import LOADED
 
     return tuple(p.source for p in LOADED.values() if not p.source.startswith("entry point "))
