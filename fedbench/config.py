@@ -344,6 +344,23 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "server_opt": SERVER_OPTS,
     "dtype": DTYPES,
 }
+
+
+def allow_name(field_name: str, name: str, natural: bool = False) -> None:
+    """Accept one more dataset or model name: the dataset and model registries call it for
+    every name registered, so a plugin's names validate like the built-in ones (listed above
+    so that validating a config needs neither the registries nor torch)."""
+    global DATASETS, NATURAL_DATASETS, MODELS
+    if field_name == "dataset":
+        DATASETS = CHOICES["dataset"] = tuple(dict.fromkeys((*DATASETS, name)))
+        if natural:
+            NATURAL_DATASETS = tuple(dict.fromkeys((*NATURAL_DATASETS, name)))
+    elif field_name == "model":
+        MODELS = CHOICES["model"] = tuple(dict.fromkeys((*MODELS, name)))
+    else:
+        raise ValueError(f"allow_name: {field_name} takes no registered names")
+
+
 TYPE_WORDS = {
     "int": "int (a whole number)",
     "float": "float (a number)",

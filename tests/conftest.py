@@ -14,6 +14,7 @@ from fedbench.assembly import build_config  # noqa: E402
 from fedbench.cli import cli  # noqa: E402
 from fedbench.config import RunConfig  # noqa: E402
 from fedbench.data import FederatedData  # noqa: E402
+from fedbench.testing import tiny_config, tiny_data  # noqa: E402, F401 -- the tests' helpers
 
 FMNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -53,19 +54,6 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
-def tiny_data(sizes=(7, 12, 5, 9), dim=6, classes=3, seed=0, dtype=torch.float64):
-    """Random classification data split into devices of the given sizes."""
-    g = torch.Generator().manual_seed(seed)
-    n = sum(sizes)
-    x = torch.randn(n, dim, generator=g, dtype=dtype)
-    y = torch.randint(0, classes, (n,), generator=g)
-    idx, start = [], 0
-    for s in sizes:
-        idx.append(torch.arange(start, start + s))
-        start += s
-    return FederatedData(x, y, x[:10], y[:10], idx, classes, {"description": "tiny"})
-
-
 def quadratic_data(coeffs, dtype=torch.float64):
     """One sample (a, b) per device: F_i(w) = sum_d a_d w_d^2 + b_d w_d."""
     x = torch.tensor([[a, b] for a, b in coeffs], dtype=dtype)
@@ -74,24 +62,6 @@ def quadratic_data(coeffs, dtype=torch.float64):
     y = torch.zeros(len(coeffs), dtype=torch.long)
     idx = [torch.tensor([i]) for i in range(len(coeffs))]
     return FederatedData(x, y, x, y, idx, 1, {"description": "quadratic"})
-
-
-def tiny_config(**kw) -> RunConfig:
-    base = dict(
-        dataset="synthetic",
-        model="mlp",
-        hidden=8,
-        num_clients=4,
-        clients_per_round=3,
-        local_epochs=3,
-        batch_size=4,
-        lr=0.1,
-        rounds=2,
-        dtype="float64",
-        device="cpu",
-    )
-    base.update(kw)
-    return RunConfig(**base)
 
 
 @pytest.fixture

@@ -32,10 +32,23 @@ class Place:
     to_root: str  # "" for README.md, "../" for docs/NAME.md
 
 
+def _plugin_names() -> set[str]:
+    """The names loaded plugins registered: the documentation lists fedbench's own names,
+    whatever plugins a command loaded (--plugin, FEDBENCH_PLUGINS, entry points)."""
+    from fedbench.plugins import LOADED
+
+    if not LOADED:
+        return set()
+    from fedbench.contracts import plugin_names
+
+    return {n for names in plugin_names().values() for n in names}
+
+
 def _methods(place: Place) -> str:
     from fedbench.cli.info import method_rows
 
-    return _markdown(method_rows())
+    theirs = _plugin_names()
+    return _markdown([r for r in method_rows() if r["method"] not in theirs])
 
 
 def _presets(place: Place) -> str:
@@ -53,10 +66,13 @@ def _config(place: Place) -> str:
 
     comments = _field_comments(config)
     alias = {field: short for short, field in config.ALIASES.items()}
+    theirs = _plugin_names()
     rows = []
     for f in dataclasses.fields(config.RunConfig):
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default
         allowed = config.CHOICES.get(f.name) or config.BOUNDS.get(f.name) or ""
+        if isinstance(allowed, tuple):
+            allowed = tuple(a for a in allowed if a not in theirs)
         rows.append(
             {
                 "field": f.name + (f" ({alias[f.name]})" if f.name in alias else ""),
@@ -100,11 +116,12 @@ def _markdown(rows: list[dict], pad: bool = True) -> str:
 def _tables(place: Place) -> str:
     from fedbench.cli.table import spec_rows
 
-    tables = spec_rows(figures=False)
+    theirs = _plugin_names()
+    tables = [r for r in spec_rows(figures=False) if r["name"] not in theirs]
     figures = [
         {**row, "name": f"{row['name']} (figure only)"}
         for row in spec_rows(figures=True)
-        if row["name"] not in {t["name"] for t in tables}
+        if row["name"] not in {t["name"] for t in tables} | theirs
     ]
     return _markdown(tables + figures)
 

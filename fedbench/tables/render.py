@@ -4,6 +4,7 @@ runs summary) and evaluated paper tables."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -365,5 +366,10 @@ def rich_paper_table(result: TableResult):
 
 
 def table_file_name(result: TableResult) -> str:
+    """NAME[_DATASET], plus each added method (`_plus_fedavg_l1_lam0.1`): a table with rows
+    added never writes over the paper table's file."""
     ds = result.selection.dataset
-    return result.spec.name + (f"_{ds}" if ds else "")
+    added = "".join(
+        "_plus_" + re.sub(r"[^\w.-]+", "_", a.replace("=", "")) for a in result.selection.additions
+    )
+    return result.spec.name + (f"_{ds}" if ds else "") + added

@@ -132,6 +132,7 @@ def _start_meta(cfg: RunConfig) -> dict:
         "config": cfg.to_dict(),
         "config_hash": identity.config_hash(cfg),
         "method_version": method_version(cfg.method),
+        "plugins": plugin_records(cfg),
         "status": "running",
         "fedbench_version": fedbench.__version__,
         "torch_version": torch.__version__,
@@ -139,6 +140,21 @@ def _start_meta(cfg: RunConfig) -> dict:
         "host": platform.node(),
         "started": _now(),
     })  # fmt: skip
+
+
+def plugin_records(cfg: RunConfig) -> list[dict]:
+    """The plugins (file, SHA-256) that implement this run's method, dataset or model; empty
+    for a run of built-in names (fedbench.plugins)."""
+    from fedbench import plugins
+    from fedbench.data.registry import DATASETS
+    from fedbench.methods import METHODS
+    from fedbench.models.registry import MODELS
+
+    if not plugins.LOADED:
+        return []
+    found = [METHODS.get(cfg.method), getattr(DATASETS.get(cfg.dataset), "load", None),
+             MODELS.get(cfg.model)]  # fmt: skip
+    return plugins.records_for(getattr(x, "__module__", None) for x in found)
 
 
 # ---------------------------------------------------------------- where a run is written
