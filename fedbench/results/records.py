@@ -16,7 +16,7 @@ import pandas as pd
 
 from fedbench.errors import FedbenchError
 
-STATUSES = ("running", "complete", "diverged", "failed")
+STATUSES = ("running", "complete", "diverged", "failed", "interrupted")
 # run.json's layout. 1: before it was recorded; 2: schema_version, method_version, rows,
 # data.fingerprint, strict JSON (null for non-finite numbers).
 SCHEMA_VERSION = 2
