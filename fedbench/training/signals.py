@@ -56,6 +56,7 @@ class _State:
         self.requested: int | None = None  # the first signal
         self.active = 0  # round loops (and sweeps waiting on workers) that call check()
         self.worker = False
+        self.installed = False  # handling() is on (main process)
         self.timer: threading.Timer | None = None
         self.forward: list[Callable[[int], None]] = []
         self.lock = threading.Lock()
@@ -169,7 +170,7 @@ def handling(worker: bool = False) -> Iterator[None]:
         return
     before = {s: signal.getsignal(s) for s in HANDLED}
     reset()
-    _S.worker = worker
+    _S.worker, _S.installed = worker, True
     for s in HANDLED:
         signal.signal(s, _handler)
     try:
@@ -177,8 +178,15 @@ def handling(worker: bool = False) -> Iterator[None]:
     finally:
         for s, h in before.items():
             signal.signal(s, h)
-        _S.worker = False
+        _S.worker = _S.installed = False
         reset()
+
+
+def reassert() -> None:
+    """Put the handlers back where a library replaced them (ray.init takes SIGTERM)."""
+    if _S.installed and threading.current_thread() is threading.main_thread():
+        for s in HANDLED:
+            signal.signal(s, _handler)
 
 
 def install_for_worker() -> None:
