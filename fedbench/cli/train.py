@@ -139,12 +139,13 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, level: str, policy
     fp = data_fingerprint(cfg, compute=False)  # known if this data was loaded before
     if fp is not None:
         check_not_done(cfg, results, overwrite, fp)  # before loading anything
-    log.info(
-        "%s: %s on %s, %d rounds -> %s (loading data)",
-        run_id(cfg), cfg.method, cfg.dataset, cfg.rounds, results,
-    )  # fmt: skip
+    t_load = time.perf_counter()
     engine = Engine(cfg)  # loads the data: errors surface before the progress bar
     check_not_done(cfg, results, overwrite, engine.data.info.get("fingerprint"))
+    log.info(
+        "%s: %s on %s, %d rounds -> %s (data loaded in %.1f s)",
+        run_id(cfg), cfg.method, cfg.dataset, cfg.rounds, results, time.perf_counter() - t_load,
+    )  # fmt: skip
     t0 = time.perf_counter()
     try:
         with _display(cfg, level) as on_round:

@@ -183,6 +183,7 @@ class RunIndex:
     ):
         self.results = Path(results)
         self.on_error, self.strict = on_error, strict
+        self.skip_option = "--on-error skip"  # what on_error="skip" is called where it is read
         self.problems: list[str] = []
         self.by_key: dict[str, list[RunRecord]] = {}
         self._valid: dict[Path, str | None] = {}  # run dir -> what is wrong with its rounds
@@ -230,7 +231,7 @@ class RunIndex:
         if self.on_error == "skip":
             self.problems.append(message)
         else:
-            raise FedbenchError(f"{message} (or pass --on-error skip)")
+            raise FedbenchError(f"{message} (or pass {self.skip_option})")
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.by_key.values())

@@ -35,12 +35,14 @@ def plan_sweep(
     """Which configs are done, running elsewhere, or to run. Done: a finished record with the
     config's identity and readable rounds, on the data this config would load now (its data
     fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
-    is rerun (on_error="skip", the default) or stops the plan with its name ("fail");
+    is rerun (on_error="skip", the default; sweep --damaged rerun) or stops the plan with its
+    name ("fail"; --damaged stop);
     strict=True refuses records written by another fedbench version."""
     from fedbench.results import FINISHED, RunIndex
     from fedbench.results.locks import claimed_elsewhere
 
     index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict)
+    index.skip_option = "--damaged rerun"  # sweep's name for on_error="skip" (it reruns them)
     plan = Plan(problems=list(index.problems))
     for cfg in configs:
         key = config_hash(cfg)
