@@ -27,6 +27,18 @@ def progress_seconds() -> float:
         return PROGRESS_SECONDS
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler on whatever sys.stderr is when it writes (a test runner swaps it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 class _Format(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
@@ -41,11 +53,10 @@ def configure_logging(level: str) -> None:
     for h in list(root.handlers):
         if getattr(h, "fedbench", False):
             root.removeHandler(h)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.fedbench = True
     handler.setFormatter(_Format())
     root.addHandler(handler)
-    root.propagate = False
 
 
 def on_terminal() -> bool:
