@@ -151,6 +151,8 @@ def sweep(**options):
     on_damage = damaged_choice(a.damaged, a.on_error)
     plan = plan_sweep(configs, Path(a.results), on_error=on_damage, strict=a.strict)
     plan.unavailable = unavailable
+    if plan.todo and not a.dry_run:
+        executor.prepare()  # e.g. Ray: its errors before the plan's lines
     announce(plan, label, executor.name, a)
     if a.dry_run:
         echo_lines(f"  {run_id(cfg)}  {cfg.method} {cfg.method_params or ''}" for cfg in plan.todo)

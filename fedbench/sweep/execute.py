@@ -313,6 +313,9 @@ class InlineExecutor:
         self.stack = stack
         self.checkpoint = checkpoint  # Policy fields (fedbench.training.checkpoint), or None
 
+    def prepare(self) -> None:
+        """Nothing to start before the plan is shown."""
+
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
         from fedbench.training import signals
 
@@ -358,6 +361,9 @@ class PoolExecutor:
         from fedbench.training.threads import cpu_cores  # imports torch
 
         self.budget = max(1, cpu_cores() // jobs)
+
+    def prepare(self) -> None:
+        """The workers start with the sweep."""
 
     def _devices(self) -> list[str]:
         import torch
@@ -508,6 +514,10 @@ class RayExecutor:
         self.address, self.num_gpus, self.num_cpus = address, num_gpus, num_cpus
         self.checkpoint, self.retries = checkpoint, retries
         self.started = False  # this executor started the (private) Ray, and stops it
+
+    def prepare(self) -> None:
+        """Start or join Ray now (its errors before the sweep prints its plan)."""
+        self._ray()
 
     def _ray(self):
         try:
