@@ -136,8 +136,9 @@ class Checkpointer:
         wait = max(p.minutes * 60, self.write_seconds / MAX_SHARE)
         return time.monotonic() - self.last >= wait
 
-    def save(self, progress: Progress) -> None:
-        """Write the checkpoint of the run after progress.round (atomically)."""
+    def save(self, progress: Progress) -> bool:
+        """Write the checkpoint of the run after progress.round (atomically); False when none
+        could be written (a warning says why; the run goes on without)."""
         from fedbench.devices import device_name
 
         t0 = time.monotonic()
@@ -148,7 +149,7 @@ class Checkpointer:
             if not self.refused:
                 log.warning("%s: no checkpoint (a record holds a %s)", self.path, odd)
             self.refused = True
-            return
+            return False
         state = {
             "format": FORMAT,
             **_identity(self.cfg, eng),
@@ -165,10 +166,16 @@ class Checkpointer:
             "started": progress.started,
             "resumed": list(progress.resumed),
         }
-        atomic_write_with(self.path, lambda f: torch.save(state, f))
+        try:
+            atomic_write_with(self.path, lambda f: torch.save(state, f))
+        except OSError as e:  # a full disk, say: the run goes on; its records will tell
+            log.warning("%s: no checkpoint of round %d (%s)", self.path, progress.round, e)
+            self.last = time.monotonic()
+            return False
         self.saved_round = progress.round
         self.last = time.monotonic()
         self.write_seconds = self.last - t0
+        return True
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -385,6 +385,7 @@ def _rounds(
         meta["summary"] = summarize(df, cfg.target_acc)
         if meta["status"] in FINISHED:
             saver.remove()
+            meta.pop("checkpoint_round", None)
         else:  # where the next attempt resumes (None: from round 0)
             meta["checkpoint_round"] = _kept_round(saver, progress)
         atomic_write_json(run_dir / "run.json", meta)
@@ -421,8 +422,7 @@ def _round_loop(
             meta["stopped_at_target"] = r
             return
         stopping = signals.requested() is not None and r < cfg.rounds
-        if stopping or (r < cfg.rounds and saver.due(r)):
-            saver.save(progress)
+        if (stopping or (r < cfg.rounds and saver.due(r))) and saver.save(progress):
             meta["checkpoint_round"] = r  # readers see where the run would resume
             atomic_write_json(run_dir / "run.json", meta)
             last_flush = 0.0  # the rounds on disk go with the checkpoint
