@@ -92,6 +92,7 @@ RESUMES = {
     "mimelite state": {"method": "mimelite"},
     "adaptive mu": {"method": "fedprox", "mu": "0.1", "adaptive": "true"},
     "server momentum": {"server_momentum": "0.9"},
+    "server adam": {"server_opt": "adam", "server_lr": "0.01"},
     "sequential (sfl)": {"method": "sfl"},
 }
 
