@@ -78,9 +78,7 @@ def test_a_run_killed_at_several_rounds_resumes_to_the_same_records(
     cfg = build_config(None, None, {**_sets(args), "rounds": str(rounds)})
     assert run_id(cfg) == folder.name
     train(cfg, tmp_path / "clean", checkpoint=Policy(rounds=0, minutes=0))
-    assert_same_rounds(
-        folder / "rounds.parquet", tmp_path / "clean" / folder.name / "rounds.parquet"
-    )
+    assert_same_rounds(folder, tmp_path / "clean" / folder.name)
 
 
 def test_a_stacked_sweep_killed_twice_resumes_to_the_same_records(tmp_path, one_thread):
@@ -108,6 +106,4 @@ def test_a_stacked_sweep_killed_twice_resumes_to_the_same_records(tmp_path, one_
             train(cfg, tmp_path / "alone", checkpoint=Policy(rounds=0, minutes=0))
         finally:
             fastpath.ENABLED = fastpath_was
-        assert_same_rounds(
-            killed / name / "rounds.parquet", tmp_path / "alone" / name / "rounds.parquet"
-        )
+        assert_same_rounds(killed / name, tmp_path / "alone" / name)

@@ -37,6 +37,7 @@ def _interrupted(e: KeyboardInterrupt) -> click.exceptions.Exit:
 
     if not getattr(e, "reported", False):
         click.echo(f"interrupted ({signals.signal_name(e)})", err=True)
+    signals.reset()  # the stop is this command's (in-process callers run more)
     return click.exceptions.Exit(signals.exit_code(e))
 
 

@@ -11,6 +11,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -291,7 +292,7 @@ def _train_claimed(
     _clean_run_dir(run_dir, resuming=progress is not None)
     try:
         saver = Checkpointer(run_dir, policy, cfg, eng)
-        meta, df = _rounds(cfg, eng, meta, run_dir, on_round, saver, progress)
+        meta, df = _rounds(_Attempt(cfg, eng, meta, run_dir, on_round, saver), progress)
     except BaseException:
         if overwriting:  # the old, finished run stands
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -359,51 +360,49 @@ def _first_row(cfg: RunConfig, eng: Engine) -> dict:
     }
 
 
-def _rounds(
-    cfg: RunConfig,
-    eng: Engine,
-    meta: dict,
-    run_dir: Path,
-    on_round: Callable[[dict], None],
-    saver: Checkpointer,
-    progress: Progress | None,
-) -> tuple[dict, pd.DataFrame]:
-    progress = _start(cfg, eng, meta, run_dir, progress)
+@dataclass
+class _Attempt:
+    """One attempt at a run: what its rounds read and write."""
+
+    cfg: RunConfig
+    eng: Engine
+    meta: dict
+    run_dir: Path
+    on_round: Callable[[dict], None]
+    saver: Checkpointer
+
+
+def _rounds(at: _Attempt, progress: Progress | None) -> tuple[dict, pd.DataFrame]:
+    meta = at.meta
+    progress = _start(at.cfg, at.eng, meta, at.run_dir, progress)
     rows = progress.rows
     try:
         with signals.checking():
-            on_round(rows[-1])
-            _round_loop(cfg, eng, meta, run_dir, on_round, saver, progress)
+            at.on_round(rows[-1])
+            _round_loop(at, progress)
     except BaseException as e:
         meta["status"] = _stopped_status(e)
         meta["error"] = _error_line(e)
         raise
     finally:
-        df = _write_rows(run_dir, rows)
+        df = _write_rows(at.run_dir, rows)
         meta["ended"] = _now()
         meta["rows"] = len(df)
-        meta["summary"] = summarize(df, cfg.target_acc)
+        meta["summary"] = summarize(df, at.cfg.target_acc)
         if meta["status"] in FINISHED:
-            saver.remove()
+            at.saver.remove()
             meta.pop("checkpoint_round", None)
         else:  # where the next attempt resumes (None: from round 0)
-            meta["checkpoint_round"] = _kept_round(saver, progress)
-        atomic_write_json(run_dir / "run.json", meta)
+            meta["checkpoint_round"] = _kept_round(at.saver, progress)
+        atomic_write_json(at.run_dir / "run.json", meta)
     return meta, df
 
 
-def _round_loop(
-    cfg: RunConfig,
-    eng: Engine,
-    meta: dict,
-    run_dir: Path,
-    on_round: Callable[[dict], None],
-    saver: Checkpointer,
-    progress: Progress,
-) -> None:
+def _round_loop(at: _Attempt, progress: Progress) -> None:
     """Rounds progress.round + 1 .. cfg.rounds; sets meta's status when the run ends on its own.
     After each round: a checkpoint when due (or when a signal asks the run to stop, which then
     stops it), the rounds so far at least every FLUSH_SECONDS."""
+    cfg, eng, meta, saver = at.cfg, at.eng, at.meta, at.saver
     rows, last_flush = progress.rows, time.monotonic()
     for r in range(progress.round + 1, cfg.rounds + 1):
         signals.check()  # asked to stop before this round began (e.g. while loading)
@@ -413,7 +412,7 @@ def _round_loop(
         if r % cfg.eval_every == 0 or r == cfg.rounds:
             rec.update(eng.eval_record())
         rows.append(rec)
-        on_round(rec)
+        at.on_round(rec)
         if diverged(rec, progress.base, eng.w):
             meta["status"] = "diverged"
             return
@@ -424,12 +423,12 @@ def _round_loop(
         stopping = signals.requested() is not None and r < cfg.rounds
         if (stopping or (r < cfg.rounds and saver.due(r))) and saver.save(progress):
             meta["checkpoint_round"] = r  # readers see where the run would resume
-            atomic_write_json(run_dir / "run.json", meta)
+            atomic_write_json(at.run_dir / "run.json", meta)
             last_flush = 0.0  # the rounds on disk go with the checkpoint
         if stopping:
             signals.check()
         if time.monotonic() - last_flush > FLUSH_SECONDS:
-            _write_rows(run_dir, rows)
+            _write_rows(at.run_dir, rows)
             last_flush = time.monotonic()
     meta["status"] = "complete"
 
