@@ -296,8 +296,10 @@ def test_table_command_writes_files_with_a_header(demo_results, tmp_path):
         path = tmp_path / "t" / f"stragglers_synthetic-1-1.{ext}"
         text = path.read_text()
         # a csv holds data only; its head is beside it (NAME.csv.json)
-        head = json.loads(Path(f"{path}.json").read_text())["header"] if ext == "csv" else (
-            text.splitlines()[:3]
+        head = (
+            json.loads(Path(f"{path}.json").read_text())["header"]
+            if ext == "csv"
+            else (text.splitlines()[:3])
         )
         assert (
             "made by: fedbench table stragglers --dataset synthetic-1-1 --preset default"

@@ -107,7 +107,28 @@ sets = _shared(
 seeds = _shared("--seeds", help="Comma-separated seeds (default: the table's).")
 dataset = _shared("--dataset", help="One dataset of the table (default: all of them).")
 data_dir = _shared("--data-dir", help="Folder holding the dataset files.")
-quiet = _shared("--quiet", is_flag=True, help="No progress display.")
+quiet = _shared("--quiet", "-q", is_flag=True, help="No progress display.")
+verbose = _shared(
+    "--verbose", "-v", is_flag=True, help="A progress line every round (--log-level debug)."
+)
+log_level = _shared(
+    "--log-level",
+    type=click.Choice(["warning", "info", "debug"]),
+    help="warning: no progress (--quiet); info (default): a live display on a terminal, else a "
+    "progress line every 10 s (FEDBENCH_PROGRESS_SECONDS); debug: a line every round (-v).",
+)
+checkpoint_rounds = _shared(
+    "--checkpoint-rounds",
+    type=click.IntRange(min=0),
+    help="Checkpoint every N rounds (default 0: by time only; FEDBENCH_CHECKPOINT_ROUNDS). "
+    "A killed or interrupted run resumes from its last checkpoint.",
+)
+checkpoint_minutes = _shared(
+    "--checkpoint-minutes",
+    type=FINITE_NON_NEGATIVE,
+    help="Checkpoint after this many minutes (default 2, 0: off; "
+    "FEDBENCH_CHECKPOINT_MINUTES). Neither changes a run's identity.",
+)
 on_error = _shared(
     "--on-error",
     type=click.Choice(["fail", "skip"]),
@@ -159,6 +180,10 @@ def together(*options):
 
     return apply
 
+
+# what a long command prints while it runs (train, sweep)
+output = together(quiet(), verbose(), log_level())
+checkpoints = together(checkpoint_rounds(), checkpoint_minutes())
 
 # which runs a paper table refers to (table, plot, calibrate; sweep --table takes the same)
 selection = together(
