@@ -61,6 +61,7 @@ def train(
       fedbench train --config my_run.toml --set lr=0.03
     """
     from fedbench.assembly import build_config
+    from fedbench.resources import check_memory
     from fedbench.training import threads as thread_policy
 
     flags = {
@@ -72,6 +73,7 @@ def train(
     }
     cfg = build_config(preset, config_file, command_line(sets, flags))
     check_folder(results, "--results", claims=True)
+    check_memory(cfg)
     thread_policy.configure(threads)
     _train_with_progress(cfg, Path(results), overwrite, quiet)
 
