@@ -101,13 +101,14 @@ def time_line(configs: list[RunConfig], results: Path, jobs: int) -> str:
         return "expected time: nothing to run"
     device = this_device(configs[0])
     rates = measured_rates(results, device)
-    seconds, timed, sources = 0.0, 0, 0
+    seconds, timed, used = 0.0, 0, set()
     for cfg in configs:
-        seen = rates.get(rate_key(cfg.to_dict()))
-        if seen:
-            seconds += cfg.rounds * statistics.median(seen)
+        key = rate_key(cfg.to_dict())
+        if rates.get(key):
+            seconds += cfg.rounds * statistics.median(rates[key])
             timed += 1
-            sources += len(seen)
+            used.add(key)
+    sources = sum(len(rates[key]) for key in used)
     if not timed:
         return (
             f"expected time: unknown (no finished run of these settings on {device} in "
