@@ -261,7 +261,7 @@ def header(plan, configs: list, a: SweepArgs) -> None:
 
     presets = sorted({str(c.preset) for c in configs})
     if len(presets) == 1:
-        bare = a.dataset and not a.preset and not a.table_name and not a.config_file
+        bare = a.dataset and not (a.preset or a.table_name or a.config_file or a.sweep_file)
         why = f" (what --dataset {a.dataset} starts from; --preset names another)" if bare else ""
         click.echo(f"preset: {presets[0]}{why}")
     if plan.todo:
