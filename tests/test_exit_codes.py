@@ -5,10 +5,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from fedbench.check import QUICK, check_configs
-from fedbench.cli import cli
 from fedbench.testing import curve_until, write_fake_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,10 +18,6 @@ def documented() -> dict[int, str]:
     """{code: meaning} of the doc's table."""
     rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", DOC.read_text(), re.M)
     return {int(code): meaning.strip() for code, meaning in rows}
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
 
 
 def test_the_doc_lists_the_codes_and_the_readme_links_it():

@@ -4,13 +4,12 @@ memory estimate exceeds the device's memory, an empty --results path."""
 
 import dataclasses
 import math
-import os
 import time
 from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
+from test_bad_inputs import assert_one_line_exit_2
 
 from fedbench import resources
 from fedbench.assembly import build_config
@@ -19,27 +18,9 @@ from fedbench.errors import FedbenchError
 from fedbench.sweep.grid import MAX_CELLS
 
 
-def run_cli(args, cwd: Path):
-    """(result, files under cwd before, after) of fedbench run in cwd."""
-    before = sorted(cwd.rglob("*"))
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        r = CliRunner().invoke(cli, [str(a) for a in args], obj={})
-    finally:
-        os.chdir(old)
-    return r, before, sorted(cwd.rglob("*"))
-
-
 def refused(args, cwd: Path, needle: str) -> str:
-    """The one stderr line of a command that exits 2 and writes nothing."""
-    r, before, after = run_cli(args, cwd)
-    lines = r.stderr.strip().splitlines()
-    assert r.exit_code == 2, (r.exit_code, r.output)
-    assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
-    assert needle in lines[0], lines[0]
-    assert after == before, "written: " + ", ".join(map(str, set(after) - set(before)))
-    return lines[0]
+    """The one stderr line of a command that exits 2, prints nothing else and writes nothing."""
+    return assert_one_line_exit_2([str(a) for a in args], cwd, needle)
 
 
 def values(n: int) -> str:
