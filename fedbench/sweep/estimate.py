@@ -63,7 +63,8 @@ def measured_rates(results: Path, device: str) -> dict[tuple, list[float]]:
     rates: dict[tuple, list[float]] = defaultdict(list)
     if not Path(results).is_dir():
         return rates
-    for rec in RunIndex(results, must_exist=False).records():
+    # a damaged record has no rate; the plan has already said what it reruns
+    for rec in RunIndex(results, on_error="skip", must_exist=False).records():
         if rec.status != "complete" or device_label(rec.meta.get("device_name")) != device:
             continue
         rate = run_rate(rec.meta)
@@ -118,8 +119,9 @@ def time_line(configs: list[RunConfig], results: Path, jobs: int) -> str:
     return (
         f"expected time: {_duration(seconds / jobs)}"
         + (f" for {timed} of {len(configs)} runs" if untimed else "")
-        + f" on {device}, at the wall-time rates of {sources} finished runs of the same "
-        f"settings in {results}"
+        + f" on {device}, at the wall-time rates of {sources} finished "
+        + ("run" if sources == 1 else "runs")
+        + f" of the same settings in {results}"
         + (f"; {untimed} runs have no measured rate here yet" if untimed else "")
     )
 
