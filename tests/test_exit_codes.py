@@ -2,6 +2,7 @@
 ones a test can provoke in-process (0, 1, 2) come from the commands the table names."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def documented() -> dict[int, str]:
 def test_the_doc_lists_the_codes_and_the_readme_links_it():
     assert sorted(documented()) == [0, 1, 2, 130, 143]
     assert "(docs/exit-codes.md)" in (ROOT / "README.md").read_text()
+    assert "(exit-codes.md)" in (ROOT / "docs" / "usage.md").read_text()
 
 
 def test_0_done(tmp_path):
@@ -48,9 +50,13 @@ def test_1_what_ran_failed_or_regressed(tmp_path):
     _check_runs(bad, 0.80)
     r = invoke("check", "--quick", "--results", bad, "--reference", ref)
     assert r.exit_code == 1 and "regression(s)" in r.output, r.output
-    readme = tmp_path / "README.md"
-    readme.write_text((ROOT / "README.md").read_text().replace("| fedavg ", "| fedAVG ", 1))
-    r = invoke("docs", "--readme", readme)
+    repo = tmp_path / "repo"
+    for folder in ("docs", "tables"):
+        shutil.copytree(ROOT / folder, repo / folder)
+    text = (ROOT / "README.md").read_text()
+    assert "| [adaptive-mu]" in text  # a row of a generated section, made stale:
+    (repo / "README.md").write_text(text.replace("| [adaptive-mu]", "| [ADAPTIVE-mu]", 1))
+    r = invoke("docs", "--root", repo)
     assert r.exit_code == 1 and "stale" in r.output, r.output
 
 
