@@ -137,7 +137,7 @@ def test_a_stop_request_checkpoints_the_round_and_records_interrupted(tmp_path, 
     assert meta["status"] == "interrupted" and meta["checkpoint_round"] == 2
     assert (folder / FILE).exists() and not list((tmp_path / "r" / ".claims").glob("*.lock"))
     meta, _ = train(cfg, tmp_path / "r", checkpoint=NEVER)
-    assert meta["resumed"] == [2] and meta["started"] < meta["ended"]
+    assert meta["resumed"] == [2] and meta["started"] <= meta["ended"]  # whole seconds
     assert_same_rounds(folder, clean_run(tmp_path, cfg))
 
 

@@ -219,7 +219,9 @@ def test_sweep_cli_exits_1_naming_the_failed_run(tmp_path, monkeypatch):
     monkeypatch.setattr("fedbench.data.idx.SYSTEM_DIRS", {"fmnist": [], "mnist": []})
     monkeypatch.delenv("FEDBENCH_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "x").mkdir()  # an empty data folder: the run fails when it loads
+    (tmp_path / "x").mkdir()  # IDX files that are not IDX: the run fails when it loads
+    for stem in ("train-images-idx3", "train-labels-idx1", "t10k-images-idx3", "t10k-labels-idx1"):
+        (tmp_path / "x" / f"{stem}-ubyte").write_bytes(b"not an IDX file")
     r = invoke(
         "sweep",
         "--preset",

@@ -58,6 +58,16 @@ def plugin_option() -> click.Option:
     )
 
 
+class FolderPath(click.Path):
+    """A folder path that names something: an empty (or blank) one would put files in the
+    current directory without a word."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("empty: that would mean the current directory; give a folder, e.g. results")
+        return super().convert(value, param, ctx)
+
+
 THREAD_COUNT = click.IntRange(min=1)
 FINITE_NON_NEGATIVE = NonNegative()
 
@@ -70,7 +80,11 @@ def _shared(*decls, **attrs):
 
 
 results = _shared(
-    "--results", default="results", show_default=True, type=click.Path(), help="Results folder."
+    "--results",
+    default="results",
+    show_default=True,
+    type=FolderPath(),
+    help="Results folder.",
 )
 threads = _shared(
     "--threads",

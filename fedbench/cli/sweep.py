@@ -150,12 +150,15 @@ def sweep(**options):
     )
     check_folder(a.results, "--results", claims=True)
     configs, unavailable, label = sweep_configs(a)
+    check_data(configs, a)
     on_damage = damaged_choice(a.damaged, a.on_error)
     plan = plan_sweep(configs, Path(a.results), on_error=on_damage, strict=a.strict, shipped=True)
     plan.unavailable = unavailable
+    check_memory(plan.todo, a)
     if plan.todo and not a.dry_run:
         executor.prepare()  # e.g. Ray: its errors before the plan's lines
     announce(plan, label, executor.name, a)
+    header(plan, configs, a)
     if a.dry_run:
         echo_lines(dry_run_lines(plan.todo))
         echo_lines(plan.notes)
@@ -297,6 +300,47 @@ def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
         "sets": all_sets,
         "method_grids": kw.get("method_grids"),
     }
+
+
+def check_data(configs: list, a: SweepArgs) -> None:
+    """Before planning, each dataset once: here, or downloaded now (a dry run only says it
+    will be); else one line naming the folders searched, the layout and how to get it. Ray's
+    workers may be other machines: each run there finds its own data."""
+    if a.executor == "ray":
+        return
+    from fedbench.resources import missing_data
+
+    errors, notes = missing_data(configs, download=not a.dry_run)
+    if errors:
+        more = f" (and {len(errors) - 1} more datasets missing)" if len(errors) > 1 else ""
+        raise FedbenchError(errors[0] + more)
+    warn("data:", notes)
+
+
+def check_memory(todo: list, a: SweepArgs) -> None:
+    """Each run to do fits this machine's memory (fedbench.resources), before any runs."""
+    if a.executor == "ray":
+        return
+    from fedbench.identity import run_id
+    from fedbench.resources import check_memory as fits
+
+    for cfg in todo:
+        fits(cfg, f"run {run_id(cfg)}")
+
+
+def header(plan, configs: list, a: SweepArgs) -> None:
+    """The preset the runs start from (which one a bare --dataset picked), then the compute
+    the runs to do take and their expected time on this device."""
+    from fedbench.sweep.estimate import model_line, time_line
+
+    presets = sorted({str(c.preset) for c in configs})
+    if len(presets) == 1:
+        bare = a.dataset and not (a.preset or a.table_name or a.config_file or a.sweep_file)
+        why = f" (what --dataset {a.dataset} starts from; --preset names another)" if bare else ""
+        click.echo(f"preset: {presets[0]}{why}")
+    if plan.todo:
+        click.echo(model_line(plan.todo))
+        click.echo(time_line(plan.todo, Path(a.results), a.jobs))
 
 
 def announce(plan, label: str, executor_name: str, a: SweepArgs) -> None:
