@@ -187,21 +187,35 @@ def _fedlga_first(col_of, row: str = "FedLGA") -> Callable:
     return every(*(lowest((row, c), [(b, c) for b in fair], stated="text") for c in col_of))
 
 
+# seconds on a shared 2-core machine drift with its load by more than seed noise (tables/README:
+# per-round gaps of 3-7 % reversed between two renders): a timing difference counts only beyond
+# this fraction of the faster one's mean
+TIME_DRIFT = 0.10
+_TIME_SAID = (
+    "§VI-B3: 'FedLGA reaches the best total running time for all of the three introduced "
+    "datasets, while only the third-best on the single running time ... Compared to FedAvg and "
+    "FedNova which reach better single running time'"
+)
 RUNTIME_CLAIMS = (
     Claim(
-        "FedLGA reaches the target in the least total time of all methods",
+        "FedLGA reaches the target in the least total time of all methods (by more than the "
+        f"machine's {TIME_DRIFT:.0%} drift)",
         lowest(
             ("FedLGA", "total s to target"),
             [(b, "total s to target") for b in _BASELINES],
             stated="text: best total time on all three datasets",
+            drift=TIME_DRIFT,
         ),
+        source=_TIME_SAID,
     ),
     Claim(
-        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server)",
+        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server; by "
+        f"more than the machine's {TIME_DRIFT:.0%} drift)",
         every(
-            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")]),
-            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")]),
+            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")], drift=TIME_DRIFT),
+            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")], drift=TIME_DRIFT),
         ),
+        source=_TIME_SAID,
     ),
 )
 

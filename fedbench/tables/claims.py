@@ -110,10 +110,12 @@ def _interval(d: rule.Decision, what: str) -> str:
     return f"{what}: {m:+.3g} [{lo:+.3g}, {hi:+.3g}] ({d.n} seeds)"
 
 
-def _pair(v, a: Ref, b: Ref, lower: bool) -> rule.Decision:
-    """'a beats b': a < b (lower) or a > b, paired over the seeds."""
+def _pair(v, a: Ref, b: Ref, lower: bool, drift: float = 0.0) -> rule.Decision:
+    """'a beats b': a < b (lower) or a > b, paired over the seeds; by more than drift x a's
+    mean where the measurement drifts (decision.less's margin)."""
     sa, sb = v.seeds(*a), v.seeds(*b)
-    return rule.less(sa, sb) if lower else rule.less(sb, sa)
+    margin = drift * abs(v.mean(*a)) if drift else 0.0
+    return rule.less(sa, sb, margin) if lower else rule.less(sb, sa, margin)
 
 
 def _diff_name(v, a: Ref, b: Ref, lower: bool) -> str:
@@ -131,9 +133,12 @@ def _deciding(decisions: list[rule.Decision], outcome: str) -> int:
     return min(range(len(decisions)), key=lambda i: abs(decisions[i].interval[1]))
 
 
-def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -> Callable:
+def lowest(
+    best: Ref, others: list[Ref], lower: bool = True, stated: str = "", drift: float = 0.0
+) -> Callable:
     """`best` beats every one of `others` (lower value, or higher with lower=False): each pair a
-    difference over the seeds (decision.less)."""
+    difference over the seeds (decision.less), by more than drift x best's mean where the
+    measurement itself drifts (seconds on a shared machine)."""
 
     def check(v) -> Verdict:
         refs = [best, *others]
@@ -142,7 +147,7 @@ def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -
         if v.mean(*best) is None:
             return not_applicable(v, refs, paper)
         have = [r for r in others if v.mean(*r) is not None]
-        pairs = [_pair(v, best, r, lower) for r in have]
+        pairs = [_pair(v, best, r, lower, drift) for r in have]
         outcome = rule.combine_all([d.outcome for d in pairs]) if pairs else rule.INCONCLUSIVE
         if outcome != rule.NOT_REPRODUCED:  # a failing pair decides, whatever the missing say
             na = not_applicable(v, refs, paper)

@@ -136,8 +136,10 @@ class Decision:
         return {REPRODUCED: True, NOT_REPRODUCED: False}.get(self.outcome)
 
 
-def less(x: Seeds, y: Seeds) -> Decision:
-    """The claim x < y, decided on the paired differences y_s - x_s over the seeds both hold.
+def less(x: Seeds, y: Seeds, margin: float = 0.0) -> Decision:
+    """The claim x < y, decided on the paired differences y_s - x_s over the seeds both hold;
+    with a margin (a measurement's drift, e.g. seconds under a changing load), the interval
+    must clear it: above +margin (reproduced), below -margin (not), else inconclusive.
 
     Censoring moves a difference one way only: a seed of x that may be larger (or of y that may
     be smaller) can only shrink y - x, so the claim cannot be confirmed through it; one of y that
@@ -150,9 +152,9 @@ def less(x: Seeds, y: Seeds) -> Decision:
     _, lo, hi = iv
     shrinks = any(s in x.larger or s in y.smaller for s in common)
     grows = any(s in y.larger or s in x.smaller for s in common)
-    if lo > 0 and not shrinks:
+    if lo > margin and not shrinks:
         return Decision(REPRODUCED, iv, len(common))
-    if (hi < 0 or not any(diffs)) and not grows:  # every seed equal: no difference to claim
+    if (hi < -margin or not any(diffs)) and not grows:  # every seed equal: nothing to claim
         return Decision(NOT_REPRODUCED, iv, len(common))
     return Decision(INCONCLUSIVE, iv, len(common))
 
