@@ -3,8 +3,11 @@ quadratic groups of Table 2 / Fig. 1)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 from fedbench.presets import register_preset
-from fedbench.tables.claims import Claim, every, lowest, same_as_paper
+from fedbench.tables.claims import Claim, Verdict, every, lowest, same_as_paper
 from fedbench.tables.metrics import QUAD_DISTANCE
 from fedbench.tables.paper_values import PaperRef
 from fedbench.tables.spec import Cell, Derived, PlotSpec, runs, table
@@ -231,6 +234,28 @@ def _winner(pfl, sfl):
     return "SFL" if sfl < pfl else ("PFL" if pfl < sfl else "tie")
 
 
+QUAD_WINNER = {1: "SFL", 2: "PFL", 3: "SFL", 4: "SFL"}  # Fig. 1, the slides' bullets
+_QUAD_SAID = (
+    "slides, Fig. 1: 'When zeta*=0 and delta=0, SFL outperforms PFL (Group 1). When zeta*=1 "
+    "and delta=0, the heterogeneity has no bad effect on the performance of PFL while hurts "
+    "that of SFL significantly (Group 2). When the heterogeneity continues to increase to "
+    "delta>0, SFL outperforms PFL with a faster rate and better result (Groups 3 and 4)'; the "
+    "slides name no learning rate"
+)
+
+
+def _closer(row_of: Callable[[int, str], str]) -> Callable:
+    """Fig. 1's winner ends closer to x* than the other in every group and K, over the seeds;
+    row_of(group, method) names the row holding that method's cell."""
+    parts = []
+    for g, win in QUAD_WINNER.items():
+        lose = "PFL" if win == "SFL" else "SFL"
+        for k in QUAD_K:
+            won, lost = (row_of(g, win), f"{win} K={k}"), (row_of(g, lose), f"{lose} K={k}")
+            parts.append(lowest(won, [lost]))
+    return every(*parts)
+
+
 QUADRATIC_CLAIMS = (
     Claim(
         "zeta* and delta of the four groups are Table 2's",
@@ -238,9 +263,11 @@ QUADRATIC_CLAIMS = (
         source="Table 2",
     ),
     Claim(
-        "SFL ends closer to x* in groups 1, 3, 4 and PFL in group 2 (Fig. 1), for K = 2 and 10",
-        same_as_paper([(f"Group {g}", f"winner K={k}") for g in QUAD_GROUPS for k in QUAD_K]),
-        source="Fig. 1",
+        f"at lr {QUAD_LR} (this table's, one lr for both): SFL ends closer to x* in groups 1, 3, "
+        "4 and PFL in group 2 (Fig. 1), for K = 2 and 10 (table quadratic-lr: at each method's "
+        "best lr)",
+        _closer(lambda g, m: f"Group {g}"),
+        source=_QUAD_SAID,
     ),
 )
 
@@ -306,4 +333,102 @@ def _quadratic(ds: str) -> list[Cell]:
                     paper=PaperRef("sfl", "Fig1_quadratic", "SFL vs PFL", "winner", f"group={g}"),
                 )
             )
+    return out
+
+
+QUAD_LR_GRID = (0.001, 0.003, 0.006, 0.01, 0.03, 0.06, 0.1, 0.3, 0.6, 1.0)  # spec §5.1
+
+
+def _grid_row(method: str, k: int, lr: float) -> str:
+    return f"{method} K={k} lr={lr:g}"
+
+
+def _best_lr(v, g: int, method: str, k: int) -> str | None:
+    """The grid row where the method ends closest to x* in group g (lowest mean), None if
+    none has a number."""
+    col = f"Group {g}"
+    have = [
+        (v.mean(_grid_row(method, k, lr), col), _grid_row(method, k, lr)) for lr in QUAD_LR_GRID
+    ]
+    have = [(m, row) for m, row in have if isinstance(m, float) and not math.isinf(m)]
+    return min(have)[1] if have else None
+
+
+def _closer_at_best_lr(v):
+    """Fig. 1's winner closer than the other, each method at its own best lr of the grid (per
+    group and K), over the seeds."""
+    parts = []
+    for g, win in QUAD_WINNER.items():
+        lose = "PFL" if win == "SFL" else "SFL"
+        for k in QUAD_K:
+            won, lost = _best_lr(v, g, win, k), _best_lr(v, g, lose, k)
+            if won is None or lost is None:
+                return Verdict(None, f"no number in group {g}'s grid", "Fig. 1")
+            parts.append(lowest((won, f"Group {g}"), [(lost, f"Group {g}")]))
+    return every(*parts)(v)
+
+
+def _best_of(lrs):
+    def fn(*means):
+        have = [(m, lr) for m, lr in zip(means, lrs) if m is not None]
+        return f"lr {min(have)[1]:g}: {min(have)[0]:.3g}" if have else None
+
+    return fn
+
+
+def _winner_of(n: int):
+    """PFL's and SFL's best over the grid (the first n sources PFL's, the rest SFL's)."""
+
+    def fn(*means):
+        pfl = [m for m in means[:n] if m is not None]
+        sfl = [m for m in means[n:] if m is not None]
+        return _winner(min(pfl), min(sfl)) if pfl and sfl else None
+
+    return fn
+
+
+@table(
+    "quadratic-lr",
+    "SFL vs PFL (Li & Lyu) Fig. 1, each method at its best lr",
+    "Quadratic groups over the lr grid: who converges closer at its own best lr",
+    ("quadratic",),
+    seeds=QUAD_SEEDS,
+    plot=PlotSpec(
+        "versus", "final_dist", panels="col", xlabel="learning rate", logy=True, logx=True
+    ),
+    notes=(
+        f"lr grid {', '.join(f'{x:g}' for x in QUAD_LR_GRID)} (the authors' quadratic.py, spec "
+        "§5.1); 'best': the lr with the lowest mean final |x - x*| for that method, group and "
+        f"K; table quadratic is the same at one lr ({QUAD_LR}) for both.",
+    ),
+    claims=(
+        Claim(
+            "at each method's best lr of the grid: SFL ends closer to x* in groups 1, 3, 4 and "
+            "PFL in group 2 (Fig. 1), for K = 2 and 10",
+            _closer_at_best_lr,
+            source=_QUAD_SAID,
+        ),
+    ),
+)
+def _quadratic_lr(ds: str) -> list[Cell]:
+    out = []
+    for k in QUAD_K:
+        for m in ("PFL", "SFL"):
+            for lr in QUAD_LR_GRID:
+                for g in QUAD_GROUPS:
+                    over = dict(method=m.lower(), local_steps=k, lr=lr, **{QUAD_GROUP: g})
+                    row, col = _grid_row(m, k, lr), f"Group {g}"
+                    out.append(runs(ds, row, col, "final_dist", "sfl-quadratic", x=lr, **over))
+    for k in QUAD_K:
+        for g in QUAD_GROUPS:
+            col = f"Group {g}"
+            srcs = {
+                m: tuple((_grid_row(m, k, lr), col) for lr in QUAD_LR_GRID) for m in ("PFL", "SFL")
+            }
+            for m in ("PFL", "SFL"):
+                best = Derived(srcs[m], _best_of(QUAD_LR_GRID))
+                out.append(Cell(ds, f"{m} K={k} best", col, derived=best))
+            win = Derived(srcs["PFL"] + srcs["SFL"], _winner_of(len(QUAD_LR_GRID)))
+            ref = PaperRef("sfl", "Fig1_quadratic", "SFL vs PFL", "winner", f"group={g}")
+            out.append(Cell(ds, f"winner K={k} (best lrs)", col, derived=win, paper=ref))
     return out

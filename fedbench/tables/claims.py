@@ -216,13 +216,16 @@ def ratio_near(
 
 
 def within_ci(refs: list[Ref]) -> Callable:
-    """Every cell inside the paper's interval: our interval within theirs (decision.within)."""
+    """Every cell inside the paper's interval: our interval within theirs (decision.within).
+    An absolute value: n/a unless the runs are at the paper's own setting (v.cut empty)."""
 
     def check(v) -> Verdict:
         have = [r for r in refs if v.paper(*r) is not None and v.paper(*r).low is not None]
         if not have:
             return Verdict(None, "the paper gives no interval here")
         paper = ", ".join(f"{_label(v, r)} {v.paper(*r).text}" for r in have)
+        if getattr(v, "cut", ""):
+            return Verdict(None, f"an absolute value at a cut scale ({v.cut})", paper)
         na = not_applicable(v, have, paper)
         if na:
             return na

@@ -72,6 +72,8 @@ class PlotSpec:
     panels: str = "col"  # col | row | dataset
     xlabel: str = ""
     logy: bool = False
+    x: str = "round"  # curves: the rounds.parquet column drawn along x (cum_seconds: seconds)
+    logx: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ class CellView:
         self.dataset = dataset
         self._by = {(c.cell.row, c.cell.col): c for c in result.cells if c.cell.dataset == dataset}
         self.cols = {col for _, col in self._by}
+        self.cut = _cut(result)
 
     def row(self, row) -> str:
         return row(self.dataset) if callable(row) else row
@@ -53,6 +54,17 @@ class CellView:
     def paper(self, row, col) -> PaperValue | None:
         c = self._get(row, col)
         return None if c is None else c.paper
+
+
+def _cut(result: TableResult) -> str:
+    """How the selection departs from the paper's setting ('' at the paper's own): an
+    absolute-value claim needs the paper's setting."""
+    sel = result.selection
+    if sel is None:
+        return ""
+    same_seeds = sel.seeds is None or set(result.spec.seeds) <= set(sel.seeds)
+    paper_own = not sel.preset and not sel.sets and same_seeds and sel.calibrated_from is None
+    return "" if paper_own else sel.options()
 
 
 def evaluate_claims(result: TableResult) -> list[ClaimResult]:
