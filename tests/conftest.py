@@ -3,15 +3,52 @@ from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 os.environ.setdefault("FEDBENCH_NO_DOWNLOAD", "1")  # tests never rely on a download
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
+from fedbench.assembly import build_config  # noqa: E402
+from fedbench.cli import cli  # noqa: E402
 from fedbench.config import RunConfig  # noqa: E402
 from fedbench.data import FederatedData  # noqa: E402
 
 FMNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# a tiny default run, as build_config settings and as --set flags
+TINY = {"N": "6", "K": "3", "local_steps": "2", "device": "cpu", "dtype": "float64"}
+TINY_SETS = [x for k, v in {"rounds": "2", **TINY}.items() for x in ("--set", f"{k}={v}")]
+
+
+def tiny(**over) -> RunConfig:
+    return build_config("default", None, {"rounds": "2", **TINY, **over})
+
+
+def invoke(*args):
+    """The command line in-process; arguments may be paths or numbers."""
+    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+
+
+def one_line_error(r) -> str:
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.output
+    return lines[0]
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny runs: one torch thread (on a busy machine, more threads spin and run 100x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """The data-fingerprint cache in a temp folder, not the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
 def tiny_data(sizes=(7, 12, 5, 9), dim=6, classes=3, seed=0, dtype=torch.float64):

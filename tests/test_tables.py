@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from fedbench.cli import cli
 from fedbench.identity import run_id
 from fedbench.papers.sfl import quad_constants
 from fedbench.plots import plot_spec
@@ -48,10 +47,6 @@ SETS = {
     "target_acc": "0.5",
 }
 DATE = "2026-01-01 00:00 UTC"
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
 
 
 def check_golden(name: str, text: str, results: Path) -> None:

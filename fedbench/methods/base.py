@@ -272,7 +272,7 @@ class Method:
         change). A method whose local_step is of this form says so here, and the engine may
         then train the round without calling local_step: fused SGD steps, the MLP's window of
         steps, the compiled loop of small models. local_step must compute the same d (a test
-        checks each registered method: tests/test_linear_step.py)."""
+        checks each registered method: tests/methods/test_linear_step.py)."""
         return LinearStep() if type(self).local_step is Method.local_step else None
 
     def client_start(self, ctx: RoundContext) -> dict[str, torch.Tensor]:

@@ -9,7 +9,7 @@ Adding a local-step method touches two files and nothing else:
    rule; ``state`` for persistent state; ``reduces_to_fedavg`` if some parameter values make it
    FedAvg). The package imports every module in its folder, so registering needs no other edit.
 2. tests/test_<name>.py: its update rule against a case computed by hand. The registry-driven
-   contract tests (tests/test_method_contracts.py) pick the new method up by themselves.
+   contract tests (tests/methods/test_contracts.py) pick the new method up by themselves.
 
 Registration checks the class (one-line FedbenchError at import): a unique name, a Params
 dataclass whose fields all have a default and help, and no parameter named like a config field
