@@ -54,10 +54,10 @@ def _read_metric(metric, rec, index: RunIndex):
 
 def _add_seed(res: CellResult, seed: int, v: float, metric, rec) -> None:
     """A seed's value into the cell; one that never reached the target is censored at its
-    cap ("> R": per_round x its rounds run), not dropped."""
+    cap ("> R": per_round x its rounds run, or the seconds it ran), not dropped."""
     if math.isinf(v):
         res.not_reached += 1
-        cap = metric.per_round * int(rec.summary.get("rounds_run") or 0)
+        cap = metric.per_round * float(rec.summary.get(metric.cap_key) or 0)
         res.cap = max(res.cap or 0, int(cap))
         res.seed_values[seed] = float(cap)
         res.censored.add(seed)

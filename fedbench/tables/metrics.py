@@ -28,8 +28,10 @@ class Metric:
     # "rounds/seconds to a target": a run that diverged before reaching it did not reach it
     # (math.inf), one that reached it first keeps its value; other metrics skip diverged runs
     diverged_counts: bool = False
-    # a run that never reached the target is censored at "> per_round x its rounds run"
+    # a run that never reached the target is censored at "> per_round x summary[cap_key]"
+    # (its rounds run; for seconds, the seconds it ran)
     per_round: float = 1.0
+    cap_key: str = "rounds_run"
 
 
 def _summary_or(key: str, curve_fn):
@@ -159,7 +161,12 @@ METRICS: dict[str, Metric] = {
         per_round=2.0,
     ),
     "seconds_to_target": Metric(
-        "s to target", _to_target("seconds_to_target"), 1, False, diverged_counts=True
+        "s to target",
+        _to_target("seconds_to_target"),
+        1,
+        False,
+        diverged_counts=True,
+        cap_key="total_seconds",
     ),
     "mean_round_seconds": Metric("s / round", _summary_or("mean_round_seconds", None), 3, False),
     "final_train_loss": Metric("final train loss", _final_loss, 4, False),
