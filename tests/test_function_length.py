@@ -12,7 +12,6 @@ LIMIT = 60
 LEFT = {
     "sweep/run.py:run_sweep",
     "training/runner.py:_rounds",
-    "tables/evaluate.py:_run_cell",
 }
 
 
