@@ -47,6 +47,28 @@ def atomic_write_with(path: Path, write: Callable[[BinaryIO], object]) -> None:
         raise
 
 
+def refuse_links(path: Path | str, below: Path | str) -> None:
+    """Raise a one-line FedbenchError when path, or a folder between `below` and it, is a link:
+    fedbench creates no links, so one there was planted, and writing, renaming or deleting
+    through it would reach outside `below` (results/). `below` itself may be a link (the
+    user's choice of where results live)."""
+    from fedbench.errors import FedbenchError
+
+    path, below = Path(path), Path(below)
+    try:
+        parts = path.relative_to(below).parts
+    except ValueError:
+        parts = ()
+    here = below
+    for part in parts:
+        here = here / part
+        if os.path.islink(here):
+            raise FedbenchError(
+                f"{here} is a link (to {os.readlink(here)}); fedbench writes nothing through a "
+                f"link it did not create: delete the link (rm {here}) and run again"
+            )
+
+
 def json_safe(obj: Any) -> Any:
     """obj with every non-finite number (NaN, inf) replaced by None, so that run.json is strict
     JSON. In run.json, null means "no finite value": not measured (no evaluation, target not

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -20,13 +19,14 @@ import torch
 
 import fedbench
 from fedbench import identity
-from fedbench.atomic import atomic_write_json, atomic_write_parquet
+from fedbench.atomic import atomic_write_json, atomic_write_parquet, refuse_links
 from fedbench.config import RunConfig
 from fedbench.devices import device_name
 from fedbench.errors import FedbenchError
 from fedbench.results import ANY, FINISHED, summarize
 from fedbench.results.locks import RunClaim
 from fedbench.results.schema import rounds_table
+from fedbench.safe_read import read_json
 from fedbench.training import checkpoint as checkpoints
 from fedbench.training import signals
 from fedbench.training.checkpoint import Checkpointer, Policy, Progress
@@ -106,6 +106,7 @@ def train(
     """
     results = Path(results)
     run_id = identity.run_id(cfg)
+    refuse_links(results / run_id, results)  # a planted link: nothing is written through it
     with RunClaim(results, run_id) as claim:
         _recover(results, run_id)
 
@@ -171,7 +172,7 @@ def plugin_records(cfg: RunConfig) -> list[dict]:
 
 def _read_meta(run_dir: Path) -> dict | None:
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = read_json(run_dir / "run.json")
     except (OSError, ValueError):
         return None
     return meta if isinstance(meta, dict) else None
@@ -205,6 +206,9 @@ def _recover(results: Path, run_id: str) -> None:
     for p in results.glob(f".{run_id}*.new-*"):
         shutil.rmtree(p, ignore_errors=True)
     for p in results.glob(f".{run_id}*.old-*"):
+        if os.path.islink(p) or not p.is_dir():  # not one fedbench moved aside: never put back
+            p.unlink(missing_ok=True)  # the link itself, in results/; never what it points to
+            continue
         final = results / p.name[1 : p.name.rindex(".old-")]
         if final.exists():
             shutil.rmtree(p, ignore_errors=True)
@@ -245,8 +249,8 @@ def swap_in(new: Path, final: Path) -> None:
 def _record_failure(target: Path, meta: dict, e: BaseException) -> None:
     """Write a failed (or, for a signal's stop, interrupted) run.json into target, unless target
     holds a finished run (which stands)."""
-    if _finished_meta(target) is not None:
-        return
+    if os.path.islink(target) or _finished_meta(target) is not None:
+        return  # a link is never written through (train refused it); a finished run stands
     meta.update(status=_stopped_status(e), error=_error_line(e), ended=_now())
     try:
         atomic_write_json(target / "run.json", meta)
@@ -304,6 +308,7 @@ def _train_claimed(
     policy: Policy,
 ) -> tuple[dict, pd.DataFrame]:
     torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
+    refuse_links(final, final.parent)  # <run_id>-d<fingerprint> too
     overwriting = _finished_meta(final) is not None
     meta["run_id"] = final.name  # <run_id>-d<fingerprint> for a second run on other data
     run_dir = _aside(final) if overwriting else final
