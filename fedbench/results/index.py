@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedbench.config import FIELD_TYPES, config_from_dict
+from fedbench.config import FIELD_TYPES, config_from_dict, field_kind, has_kind
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
 from fedbench.results.records import (
@@ -185,6 +185,42 @@ def _check_meta(meta: object) -> str | None:
     for k, v in (meta.get("summary") or {}).items():
         if k in SUMMARY_KEYS and not (v is None or isinstance(v, (int, float))):
             return f"summary.{k} is {shown(v)}, not a number"
+    return _wrong_type(meta)
+
+
+MAX_TEXT = 4096  # characters of a text field in a config (a path is shorter)
+# run.json fields readers use beside config and summary: their types (None allowed for each)
+META_TYPES = {
+    "run_id": str,
+    "device_name": str,
+    "error": str,
+    "started": str,
+    "ended": str,
+    "rows": int,
+    "stack_size": int,
+    "data.fingerprint": str,
+    "data.devices": int,
+}
+TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false",
+              "str": "text", "dict": "an object"}  # fmt: skip
+
+
+def _wrong_type(meta: dict) -> str | None:
+    """The first field of a run.json whose value has the wrong type (None: none): every config
+    field this build knows (config.rounds as text is damage, not a default), then META_TYPES."""
+    for name, value in meta["config"].items():
+        if name not in FIELD_TYPES or value is None:
+            continue  # a field of another build (version_issues notes it); None: its default
+        kind, _ = field_kind(name)
+        if not has_kind(value, kind):
+            return f"config.{name} is {shown(value)}, not {TYPE_NAMES[kind]}"
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            return f"config.{name} is text of {len(value)} characters (a field holds {MAX_TEXT})"
+    for key, typ in META_TYPES.items():
+        head, _, tail = key.partition(".")
+        value = (meta.get(head) or {}).get(tail) if tail else meta.get(head)
+        if value is not None and (not isinstance(value, typ) or isinstance(value, bool)):
+            return f"{key} is {shown(value)}, not {TYPE_NAMES[typ.__name__]}"
     return None
 
 
@@ -238,6 +274,7 @@ class RunIndex:
         if self.store is not None:
             self._add_shipped()
         self.unfinished: dict[str, int] = {}  # shown status -> runs (summary_frame counts them)
+        self.no_summary: list[Path] = []  # finished runs' run.json without a summary
         if not self.results.is_dir():
             if must_exist and not any(r.shipped for r in self.records()):
                 raise FedbenchError(
@@ -353,6 +390,9 @@ class RunIndex:
             if rec.run_dir not in self._old[issue]:
                 self._old[issue].append(rec.run_dir)
         same_key = same_key if same_key is not None else self.by_key.get(rec.key, [])
+        no_summary = rec.status in FINISHED and not rec.summary and not rec.shipped
+        if no_summary and rec.run_dir / "run.json" not in self.no_summary:
+            self.no_summary.append(rec.run_dir / "run.json")  # no fedbench writes one so
         if rec.shipped:
             self._shipped_used.add(rec.run_id)
         copies = [
@@ -412,6 +452,11 @@ class RunIndex:
                 f"note: runs not finished ({counts}) are shown with their rounds so far; "
                 "`fedbench train` or `fedbench sweep` of the same config resumes an interrupted "
                 "or killed one"
+            )
+        if self.no_summary:
+            out.append(
+                f"note: {len(self.no_summary)} finished run(s) have no summary in their run.json, "
+                f"e.g. {self.no_summary[0]}; their summary is computed from rounds.parquet"
             )
         if self._multi_data:
             out.append(
