@@ -68,6 +68,9 @@ def open_regular(path: Path | str, cap: int) -> BinaryIO:
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise Refused(path, "is a link (fedbench writes none there)") from None
+        what = entry_kind(path) if e.errno == errno.ENXIO else None  # a socket
+        if what is not None:
+            raise Refused(path, f"is {what}, not a regular file") from None
         raise
     try:
         info = os.fstat(fd)
