@@ -124,7 +124,7 @@ def test_a_sweep_on_a_full_disk_never_claims_unwritten_records(tmp_path, full_di
     assert r.exit_code == 1, r.output
     last = r.output.strip().splitlines()[-1]
     assert "3 run(s) failed" in last and "disk full" in last, last
-    assert "recorded in its run.json" not in last
+    assert "(recorded in its run.json" not in last
     assert "3 of them could not be recorded in their run.json" in last, last
     assert _no_claims(res)
     for meta in res.glob("*/run.json"):
