@@ -51,6 +51,7 @@ class Engine:
             cfg, self.data.input_shape, self.data.num_classes, self.data.info, self.data.embeddings
         )
         self.threads = threads.apply(self.model, cfg)  # torch CPU threads (threads.py)
+        self.model.configure(self.device, self.threads)  # conv nets' layout (models/layouts.py)
         self.method = build_method(cfg.method, cfg.method_params)
         self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fastpath.py)
         fastpath.warm_up(self)
