@@ -139,7 +139,6 @@ class _ResNet(nn.Module):
 
 
 class _BatchedResNet(NetModel):
-    family = "resnet"
     widths: tuple[int, ...] = ()
     blocks: tuple[int, ...] = ()
     short_kernel = 1
@@ -161,6 +160,10 @@ class _BatchedResNet(NetModel):
     @property
     def batch_stats(self) -> bool:
         return self.norm == "bn"
+
+    @property
+    def family(self) -> str:  # BatchNorm nets stay NCHW (models/layouts.py)
+        return "resnet-bn" if self.norm == "bn" else "resnet"
 
     def _norm(self, p, b, name, h, train, mask):
         if self.norm == "bn":
