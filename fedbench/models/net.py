@@ -110,43 +110,50 @@ class NetModel(BatchedModel):
         """Eval-mode logits: BatchNorm uses the buffers [k, Db] (running statistics)."""
         return self.forward(self.unflatten(w), x, buffers, train=False)
 
-    def loss(self, params, x, y, weight, buffers=None):
+    def loss(self, params, x, y, weight, buffers=None, padded=None):
+        """padded (batch_stats models): whether each row's batch has padding (weight-0 samples),
+        a host-side list the caller knows; None: read it from weight (a host synchronisation,
+        which the engine's per-step calls avoid: tests/test_host_syncs.py)."""
         mask = None
         if self.batch_stats:
             real = weight > 0
-            if not bool(real.all()):  # padded batch: keep padding out of the statistics
+            if padded is None:
+                padded = [not bool(real.all())]
+            if any(padded):  # keep padding out of the statistics
                 mask = real
         logits = self.forward(params, x, buffers, train=True, mask=mask)
         ce = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
         return (ce.view(weight.shape) * weight).sum(1)
 
-    def loss_and_grad(self, w, x, y, weight, buffers=None):
+    def loss_and_grad(self, w, x, y, weight, buffers=None, padded=None):
         """Train mode; BatchNorm's running statistics in buffers [k, Db] are updated in place
-        (buffers=None: batch statistics only, nothing recorded). Each group of rows (all, or
-        one device at a time: row_groups) is one forward and backward."""
+        (buffers=None: batch statistics only, nothing recorded); padded: see loss. Each group
+        of rows (all, or one device at a time: row_groups) is one forward and backward."""
         g = torch.empty_like(w)
         losses = w.new_empty(w.shape[0])
         for r in self.row_groups(w.shape[0]):
-            losses[r], grads = self._grads(w[r], x[r], y[r], weight[r], _rows(buffers, r))
+            b, pad = _rows(buffers, r), _rows(padded, r)
+            losses[r], grads = self._grads(w[r], x[r], y[r], weight[r], b, pad)
             for s, gs in zip(self.slots, grads):
                 self.view(g[r], s).copy_(gs)
         return losses, g
 
-    def _grads(self, w, x, y, weight, buffers) -> tuple[torch.Tensor, tuple]:
+    def _grads(self, w, x, y, weight, buffers, padded) -> tuple[torch.Tensor, tuple]:
         """The losses [k] of w [k, D] and their gradients, one [k, *shape] per slot."""
         leaves = [p.detach().requires_grad_(True) for p in self.unflatten(w)]
         with torch.enable_grad():
-            losses = self.loss(leaves, x, y, weight, buffers)
+            losses = self.loss(leaves, x, y, weight, buffers, padded)
             grads = torch.autograd.grad(losses.sum(), leaves)
         return losses.detach(), grads
 
-    def sgd_step(self, w, x, y, weight, lr, weight_decay=0.0, buffers=None):
+    def sgd_step(self, w, x, y, weight, lr, weight_decay=0.0, buffers=None, padded=None):
         """loss_and_grad and w <- w - lr (g + wd w), slot by slot from autograd's gradients
         (no [k, D] gradient to write and read back: one pass over the parameters less; the
         same elementwise operations, so the same numbers)."""
         losses = w.new_empty(w.shape[0])
         for r in self.row_groups(w.shape[0]):
-            losses[r], grads = self._grads(w[r], x[r], y[r], weight[r], _rows(buffers, r))
+            b, pad = _rows(buffers, r), _rows(padded, r)
+            losses[r], grads = self._grads(w[r], x[r], y[r], weight[r], b, pad)
             for s, gs in zip(self.slots, grads):
                 ws = self.view(w[r], s)
                 if weight_decay:
@@ -185,5 +192,6 @@ class NetModel(BatchedModel):
         return vmap(f)(list(params), bviews, x)
 
 
-def _rows(t: torch.Tensor | None, r: slice) -> torch.Tensor | None:
+def _rows(t, r: slice):
+    """Rows r of a tensor or list (None stays None)."""
     return None if t is None else t[r]
