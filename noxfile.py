@@ -25,8 +25,8 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff")
-    session.run("ruff", "check", "fedbench", "tests", "benchmarks")
-    session.run("ruff", "format", "--check", "fedbench", "tests", "benchmarks")
+    session.run("ruff", "check", "fedbench", "tests", "benchmarks", "examples")
+    session.run("ruff", "format", "--check", "fedbench", "tests", "benchmarks", "examples")
 
 
 @nox.session

@@ -67,6 +67,8 @@ STRAGGLER_EPOCHS = ("code", "paper")
 STRAGGLER_POLICIES = ("partial", "drop", "drop-fedavg")
 AGGREGATIONS = ("samples", "uniform")
 DTYPES = ("float32", "float64")
+# fedbench.methods.server_opt.OPTIMIZERS (a test keeps the two in step)
+SERVER_OPTS = ("sgd", "adagrad", "adam", "yogi")
 
 # Short names from the papers, accepted by --set and TOML.
 ALIASES = {
@@ -124,9 +126,14 @@ class RunConfig:
     # method
     method: str = "fedavg"
     method_params: dict[str, Any] = field(default_factory=dict)
-    # server step after every method's aggregate (fedbench.methods.base.Method.server_step)
-    server_lr: float = 1.0  # w <- w + server_lr * (aggregate - w); 1: the aggregate itself
-    server_momentum: float = 0.0  # beta of m <- beta m + (aggregate - w) (FedAvgM: 0.9)
+    # the server optimizer after every method's combine (fedbench.methods.server_opt), on the
+    # pseudo-gradient Delta = aggregate - w
+    server_opt: str = "sgd"  # sgd (FedAvgM with server_momentum), adagrad, adam, yogi
+    server_lr: float = 1.0  # eta: sgd w <- w + eta * Delta; 1 (sgd): the aggregate itself
+    server_momentum: float = 0.0  # sgd: beta of m <- beta m + Delta (FedAvgM: 0.9)
+    server_beta1: float = 0.9  # adagrad/adam/yogi: m <- b1 m + (1 - b1) Delta (Reddi et al.)
+    server_beta2: float = 0.99  # adam/yogi: the second moment's decay b2
+    server_eps: float = 1e-3  # adagrad/adam/yogi: tau in w <- w + eta m / (sqrt(v) + tau)
     # device heterogeneity
     hetero: str = "none"
     rho: float = 0.5  # fedlga: fraction of the K sampled devices that are slow
@@ -180,7 +187,25 @@ class RunConfig:
                 "straggler_epochs=code draws U{1..E-1} and needs E >= 2; "
                 "set E >= 2 or straggler_epochs=paper"
             )
+        self._check_server_opt()
         return self
+
+    def _check_server_opt(self) -> None:
+        """The server optimizer's settings apply to it alone: a setting another optimizer reads
+        is an error, not silently unused."""
+        defaults = {f.name: f.default for f in fields(RunConfig)}
+        reads = {  # which optimizers read each setting
+            "server_momentum": ("sgd",),
+            "server_beta1": ("adagrad", "adam", "yogi"),
+            "server_beta2": ("adam", "yogi"),
+            "server_eps": ("adagrad", "adam", "yogi"),
+        }
+        for name, opts in reads.items():
+            if self.server_opt not in opts and getattr(self, name) != defaults[name]:
+                raise FedbenchError(
+                    f"{name} applies to server_opt={' | '.join(opts)}, not server_opt="
+                    f"{self.server_opt}; leave it out or choose one of those"
+                )
 
     def validate_data(self) -> RunConfig:
         """Every field on its own, then the dataset, partition and input-pipeline fields'
@@ -291,6 +316,9 @@ BOUNDS: dict[str, Range] = {
     "momentum": Range(0, 1, high_open=True),
     "server_lr": POSITIVE,
     "server_momentum": Range(0, 1, high_open=True),
+    "server_beta1": Range(0, 1, high_open=True),
+    "server_beta2": Range(0, 1, high_open=True),
+    "server_eps": POSITIVE,
     "weight_decay": NON_NEGATIVE,
     "grad_clip": POSITIVE,
     "rounds": COUNT,
@@ -313,8 +341,26 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "straggler_epochs": STRAGGLER_EPOCHS,
     "straggler_policy": STRAGGLER_POLICIES,
     "aggregation": AGGREGATIONS,
+    "server_opt": SERVER_OPTS,
     "dtype": DTYPES,
 }
+
+
+def allow_name(field_name: str, name: str, natural: bool = False) -> None:
+    """Accept one more dataset or model name: the dataset and model registries call it for
+    every name registered, so a plugin's names validate like the built-in ones (listed above
+    so that validating a config needs neither the registries nor torch)."""
+    global DATASETS, NATURAL_DATASETS, MODELS
+    if field_name == "dataset":
+        DATASETS = CHOICES["dataset"] = tuple(dict.fromkeys((*DATASETS, name)))
+        if natural:
+            NATURAL_DATASETS = tuple(dict.fromkeys((*NATURAL_DATASETS, name)))
+    elif field_name == "model":
+        MODELS = CHOICES["model"] = tuple(dict.fromkeys((*MODELS, name)))
+    else:
+        raise ValueError(f"allow_name: {field_name} takes no registered names")
+
+
 TYPE_WORDS = {
     "int": "int (a whole number)",
     "float": "float (a number)",

@@ -17,17 +17,26 @@ T = TypeVar("T")
 
 class Registry(dict, Generic[T]):
     """name -> entry of one kind. ``entry(name, obj, **meta)`` turns what a decorator receives
-    into the stored entry (default: the object itself)."""
+    into the stored entry (default: the object itself); ``on_add(name, entry)`` is told of each
+    name added (e.g. so that config validation accepts a plugin's dataset)."""
 
-    def __init__(self, kind: str, entry: Callable[..., T] | None = None):
+    def __init__(
+        self,
+        kind: str,
+        entry: Callable[..., T] | None = None,
+        on_add: Callable[[str, T], None] | None = None,
+    ):
         super().__init__()
         self.kind = kind
         self._entry = entry
+        self._on_add = on_add
 
     def add(self, name: str, value: T) -> T:
         if name in self and self[name] != value:
             raise FedbenchError(f"{self.kind} name {name!r} is already registered")
         self[name] = value
+        if self._on_add is not None:
+            self._on_add(name, value)
         return value
 
     def register(self, *names: str, **meta: Any):

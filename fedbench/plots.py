@@ -15,11 +15,46 @@ from fedbench.errors import FedbenchError  # noqa: E402
 METRICS = ("test_acc", "test_loss", "train_loss", "local_loss")
 
 
-def run_label(meta: dict) -> str:
-    cfg = meta.get("config", {})
-    params = ",".join(f"{k}={v}" for k, v in sorted(cfg.get("method_params", {}).items()))
-    label = cfg.get("method", "?") + (f"({params})" if params else "")
-    return f"{label} s{cfg.get('seed')}"
+# ---------------------------------------------------------------- telling series apart
+
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def series_styles(n: int) -> list[dict]:
+    """n distinct (colour, line style) pairs: tab10's colours for the first 10 series (so a
+    series added to a figure leaves the others' colours as they were), their light tab20
+    partners for the next 10, then the 20 again dashed, dotted and dash-dotted (80), then evenly
+    spaced hues of a continuous map; so no two lines of a figure look the same."""
+    if n <= 20 * len(LINE_STYLES):
+        cmap = plt.get_cmap("tab20")  # even entries are tab10's colours, odd their light ones
+        return [
+            {"color": cmap(i % 10 * 2 + i // 10 % 2), "linestyle": LINE_STYLES[i // 20]}
+            for i in range(n)
+        ]
+    cmap = plt.get_cmap("turbo")
+    return [
+        {"color": cmap(i / (n - 1)), "linestyle": LINE_STYLES[i % len(LINE_STYLES)]}
+        for i in range(n)
+    ]
+
+
+def _legend(ax, n: int, **kw) -> None:
+    """A legend that stays readable: beside the axes and in columns when there are many
+    (savefig's bbox_inches="tight" keeps it in the file)."""
+    if n > 8:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  ncol=1 + (n - 1) // 30, **kw)  # fmt: skip
+    else:
+        ax.legend(fontsize=7, **kw)
+
+
+def _tight(fig) -> None:
+    """tight_layout, quiet where a legend beside the axes leaves it nothing to do."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+        fig.tight_layout()
 
 
 def plot_curves(
@@ -28,10 +63,14 @@ def plot_curves(
     metric: str = "test_acc",
     on_error: str = "fail",
     strict: bool = False,
+    flt=None,
 ) -> tuple[list[Path], list[str]]:
-    """One line per run of `metric` against round; writes PNG and PDF. Returns the paths and
-    the notes of the results index (old-version records, copies)."""
+    """One line per run of `metric` against round (the runs `flt`, a
+    fedbench.run_filter.RunFilter, keeps), labelled by method, the fields that vary among
+    them and seed; writes PNG and PDF. Returns the paths and the notes of the results index
+    (old-version records, copies)."""
     from fedbench.results import RunIndex
+    from fedbench.run_filter import run_label, run_order, varying_fields
 
     if metric not in METRICS:
         raise FedbenchError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
@@ -39,32 +78,49 @@ def plot_curves(
     runs = [r for key in index.by_key for r in index.runs(key)]
     if not runs:
         raise FedbenchError(f"no runs in {results}; run fedbench train first")
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if flt:
+        runs = [r for r in runs if flt.keeps(r.meta)]
+        if not runs:
+            raise FedbenchError(f"no run in {results} has {flt.describe()}; see fedbench table "
+                                "summary for the runs there are")  # fmt: skip
+    series = []
     for rec in sorted(runs, key=lambda r: r.run_dir.name):
-        if rec.status == "failed" and not rec.rounds_path.exists():
-            continue
-        if not index.rounds_ok(rec, report=True):
-            continue
-        rounds = index.rounds(rec, ["round", metric])
-        if rounds is None or metric not in rounds:
-            continue
-        try:
-            series = rounds[["round", metric]].dropna().astype(float)
-        except (TypeError, ValueError) as e:
-            index._problem(f"{rec.rounds_path}: {metric} is not numeric ({e}); rerun it")
-            continue
-        ax.plot(series["round"], series[metric], label=run_label(rec.meta), lw=1.4)
+        line = _curve(index, rec, metric)
+        if line is not None:
+            series.append((rec, line))
+    shown = varying_fields([rec.meta for rec, _ in series], always=("method", "seed"))
+    series.sort(key=lambda item: run_order(item[0].meta, shown))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (rec, line), style in zip(series, series_styles(len(series))):
+        ax.plot(line["round"], line[metric], label=run_label(rec.meta, shown), lw=1.4, **style)
     ax.set_xlabel("round")
     ax.set_ylabel(metric.replace("_", " "))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    if series:
+        _legend(ax, len(series))
+    _tight(fig)
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
     for p in paths:
         fig.savefig(p, dpi=150, bbox_inches="tight")  # keeps titles and outside legends
     plt.close(fig)
     return paths, [f"skipped: {p}" for p in index.problems] + index.notes
+
+
+def _curve(index, rec, metric: str):
+    """A run's (round, metric) rows as floats; None (reported through the index) if none."""
+    if rec.status == "failed" and not rec.rounds_path.exists():
+        return None
+    if not index.rounds_ok(rec, report=True):
+        return None
+    rounds = index.rounds(rec, ["round", metric])
+    if rounds is None or metric not in rounds:
+        return None
+    try:
+        return rounds[["round", metric]].dropna().astype(float)
+    except (TypeError, ValueError) as e:
+        index._problem(f"{rec.rounds_path}: {metric} is not numeric ({e}); rerun it")
+        return None
 
 
 # ---------------------------------------------------------------- paper figures
@@ -79,25 +135,16 @@ CURVE_LABELS = {
 FALLBACK = {"train_loss": "local_loss", "local_acc": "train_acc"}
 
 
-def _read(path: Path, columns: list[str]):
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-        have = set(pf.schema_arrow.names)
-        return pf.read(columns=[c for c in columns if c in have]).to_pandas()
-    except Exception as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise FedbenchError(
-            f"{path} is corrupt or truncated ({first}); rerun or delete it"
-        ) from None
+def _read(rec, columns: list[str]):
+    """The columns a run recorded (local or shipped: RunRecord.read_rounds)."""
+    return rec.read_rounds(columns)
 
 
 def seed_curves(res, column: str):
     """{seed: Series indexed by round} of one cell's runs (FALLBACK column when absent)."""
     out = {}
     for seed, rec in res.records:
-        df = _read(rec.rounds_path, ["round", column, FALLBACK.get(column, column)])
+        df = _read(rec, ["round", column, FALLBACK.get(column, column)])
         col = column if column in df else FALLBACK.get(column)
         if col in df and df[col].notna().any():
             s = df.set_index("round")[col].dropna()
@@ -105,7 +152,7 @@ def seed_curves(res, column: str):
     return out
 
 
-def _band(ax, curves: dict, label: str, color=None) -> bool:
+def _band(ax, curves: dict, label: str, color=None, linestyle="-") -> bool:
     import pandas as pd
 
     if not curves:
@@ -113,7 +160,12 @@ def _band(ax, curves: dict, label: str, color=None) -> bool:
     frame = pd.DataFrame(curves).sort_index()
     mean = frame.mean(axis=1)
     (line,) = ax.plot(
-        mean.index, mean.values, label=f"{label} (n={len(curves)})", lw=1.4, color=color
+        mean.index,
+        mean.values,
+        label=f"{label} (n={len(curves)})",
+        lw=1.4,
+        color=color,
+        linestyle=linestyle,
     )
     if len(curves) > 1:
         ax.fill_between(
@@ -153,8 +205,9 @@ def _line_label(c, ps, members) -> str:
 def _save(fig, out_base: Path) -> list[Path]:
     out_base.parent.mkdir(parents=True, exist_ok=True)
     paths = [out_base.with_name(out_base.name + ext) for ext in (".png", ".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")  # keeps titles and outside legends
+    for p in paths:  # no creation date in the PDF: the same runs redraw the same bytes
+        meta = {"CreationDate": None} if p.suffix == ".pdf" else None
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata=meta)  # keeps outside legends
     plt.close(fig)
     return paths
 
@@ -172,7 +225,7 @@ def plot_spec(result, out_base: Path) -> list[Path]:
         panels, ps
     )
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    _tight(fig)
     return _save(fig, out_base)
 
 
@@ -193,8 +246,8 @@ def _curves(panels, ps):
         for i, column in enumerate(ps.curves):
             ax = axes[i][j]
             drawn = False
-            for c in members:
-                drawn |= _band(ax, seed_curves(c, column), _line_label(c, ps, members))
+            for c, style in zip(members, series_styles(len(members))):
+                drawn |= _band(ax, seed_curves(c, column), _line_label(c, ps, members), **style)
             ax.set_xlabel("round")
             ax.set_ylabel(CURVE_LABELS.get(column, column))
             if i == 0:
@@ -203,7 +256,7 @@ def _curves(panels, ps):
                 ax.set_yscale("log")
             ax.grid(alpha=0.3)
             if drawn:
-                ax.legend(fontsize=7)
+                _legend(ax, len(members))
             else:
                 ax.text(0.5, 0.5, f"no {column} recorded", ha="center", transform=ax.transAxes)
     return fig
@@ -222,7 +275,7 @@ def _versus(panels, ps):
         for c in members:
             # "FedLGA tau_max=0.6E" and "FedLGA tau_max=0.2E" are points of one FedLGA line
             lines.setdefault(re.sub(r"\s+\S+=\S+$", "", c.cell.row), []).append(c)
-        for label, cells in lines.items():
+        for (label, cells), style in zip(lines.items(), series_styles(len(lines))):
             pts = [
                 (c.cell.x, c.mean, c.low, c.high)
                 for c in cells
@@ -235,7 +288,9 @@ def _versus(panels, ps):
             ys = [p[1] for p in pts]
             lo = [p[1] - (p[2] if p[2] is not None else p[1]) for p in pts]
             hi = [(p[3] if p[3] is not None else p[1]) - p[1] for p in pts]
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, lw=1.2, label=label)
+            ax.errorbar(
+                xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, lw=1.2, label=label, **style
+            )
         ax.set_title(ds, fontsize=9)
         ax.set_xlabel(ps.xlabel)
         ax.set_ylabel(METRIC_LABEL.get(ps.use_metric, ps.use_metric))
@@ -279,7 +334,7 @@ def _heatmap(panels, ps):
     fig, axes = _grid(1, len(members))
     for j, c in enumerate(members):
         seed, rec = c.records[0]
-        df = _read(rec.rounds_path, ["round", "clients", "agg_weights"])
+        df = _read(rec, ["round", "clients", "agg_weights"])
         if "agg_weights" not in df:
             raise FedbenchError(
                 f"{rec.rounds_path} has no per-round agg_weights (fedsoftmax records them)"

@@ -4,6 +4,9 @@ summary, rounds.parquet), with made-up curves, written in milliseconds."""
 from __future__ import annotations
 
 import json
+import os
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -93,4 +96,82 @@ def curve_until(top: float, hit_round: int | None, target: float, rounds: int) -
     return df
 
 
-__all__ = ["curve_until", "fake_rounds", "write_fake_run"]
+def tiny_data(sizes=(7, 12, 5, 9), dim=6, classes=3, seed=0, dtype=None):
+    """Random classification data split into devices of the given sizes (float64 default)."""
+    import torch
+
+    from fedbench.data import FederatedData
+
+    g = torch.Generator().manual_seed(seed)
+    n = sum(sizes)
+    x = torch.randn(n, dim, generator=g, dtype=dtype or torch.float64)
+    y = torch.randint(0, classes, (n,), generator=g)
+    idx, start = [], 0
+    for s in sizes:
+        idx.append(torch.arange(start, start + s))
+        start += s
+    return FederatedData(x, y, x[:10], y[:10], idx, classes, {"description": "tiny"})
+
+
+def tiny_config(**kw) -> RunConfig:
+    """A 4-device, 3-per-round MLP run of 2 rounds in float64 on the CPU (tiny_data's size)."""
+    base = dict(
+        dataset="synthetic",
+        model="mlp",
+        hidden=8,
+        num_clients=4,
+        clients_per_round=3,
+        local_epochs=3,
+        batch_size=4,
+        lr=0.1,
+        rounds=2,
+        dtype="float64",
+        device="cpu",
+    )
+    base.update(kw)
+    return RunConfig(**base)
+
+
+@contextmanager
+def registries_restored():
+    """Every registry a plugin can add to (methods, datasets, models, presets, tables, the
+    config's accepted names), the loaded plugins and FEDBENCH_PLUGINS, put back as they were
+    when the block ends: a test may load plugins without leaking them into other tests."""
+    from fedbench import config, plugins
+    from fedbench.data.registry import DATASETS
+    from fedbench.methods import METHODS
+    from fedbench.models.registry import MODELS
+    from fedbench.presets import PRESETS
+    from fedbench.tables.spec import TABLES
+
+    saved = [(r, dict(r)) for r in (METHODS, DATASETS, MODELS, PRESETS, TABLES, plugins.LOADED)]
+    names = (config.DATASETS, config.NATURAL_DATASETS, config.MODELS)
+    env = os.environ.get(plugins.ENV)
+    modules = set(sys.modules)
+    before = set(plugins.LOADED)
+    try:
+        yield
+    finally:
+        added = [p.module for k, p in plugins.LOADED.items() if k not in before]
+        for registry, items in saved:
+            registry.clear()
+            registry.update(items)
+        config.DATASETS, config.NATURAL_DATASETS, config.MODELS = names
+        config.CHOICES["dataset"], config.CHOICES["model"] = names[0], names[2]
+        if env is None:
+            os.environ.pop(plugins.ENV, None)
+        else:
+            os.environ[plugins.ENV] = env
+        for name in set(sys.modules) - modules:  # so that loading them again registers again
+            if any(name == m or name.startswith(m + ".") for m in added):
+                del sys.modules[name]
+
+
+__all__ = [
+    "curve_until",
+    "fake_rounds",
+    "registries_restored",
+    "tiny_config",
+    "tiny_data",
+    "write_fake_run",
+]

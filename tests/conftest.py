@@ -3,28 +3,55 @@ from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 os.environ.setdefault("FEDBENCH_NO_DOWNLOAD", "1")  # tests never rely on a download
+# tests see no shipped runs (results/shipped) unless they point FEDBENCH_STORE at a store
+os.environ["FEDBENCH_STORE"] = "none"
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
+from fedbench.assembly import build_config  # noqa: E402
+from fedbench.cli import cli  # noqa: E402
 from fedbench.config import RunConfig  # noqa: E402
 from fedbench.data import FederatedData  # noqa: E402
+from fedbench.testing import tiny_config, tiny_data  # noqa: E402, F401 -- the tests' helpers
 
 FMNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# a tiny default run, as build_config settings and as --set flags
+TINY = {"N": "6", "K": "3", "local_steps": "2", "device": "cpu", "dtype": "float64"}
+TINY_SETS = [x for k, v in {"rounds": "2", **TINY}.items() for x in ("--set", f"{k}={v}")]
 
 
-def tiny_data(sizes=(7, 12, 5, 9), dim=6, classes=3, seed=0, dtype=torch.float64):
-    """Random classification data split into devices of the given sizes."""
-    g = torch.Generator().manual_seed(seed)
-    n = sum(sizes)
-    x = torch.randn(n, dim, generator=g, dtype=dtype)
-    y = torch.randint(0, classes, (n,), generator=g)
-    idx, start = [], 0
-    for s in sizes:
-        idx.append(torch.arange(start, start + s))
-        start += s
-    return FederatedData(x, y, x[:10], y[:10], idx, classes, {"description": "tiny"})
+def tiny(**over) -> RunConfig:
+    return build_config("default", None, {"rounds": "2", **TINY, **over})
+
+
+def invoke(*args):
+    """The command line in-process; arguments may be paths or numbers."""
+    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+
+
+def one_line_error(r) -> str:
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.output
+    return lines[0]
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny runs: one torch thread (on a busy machine, more threads spin and run 100x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """The data-fingerprint cache in a temp folder, not the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
 def quadratic_data(coeffs, dtype=torch.float64):
@@ -35,24 +62,6 @@ def quadratic_data(coeffs, dtype=torch.float64):
     y = torch.zeros(len(coeffs), dtype=torch.long)
     idx = [torch.tensor([i]) for i in range(len(coeffs))]
     return FederatedData(x, y, x, y, idx, 1, {"description": "quadratic"})
-
-
-def tiny_config(**kw) -> RunConfig:
-    base = dict(
-        dataset="synthetic",
-        model="mlp",
-        hidden=8,
-        num_clients=4,
-        clients_per_round=3,
-        local_epochs=3,
-        batch_size=4,
-        lr=0.1,
-        rounds=2,
-        dtype="float64",
-        device="cpu",
-    )
-    base.update(kw)
-    return RunConfig(**base)
 
 
 @pytest.fixture

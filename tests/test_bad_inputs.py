@@ -1,5 +1,5 @@
 """Every bad input stops before any work: exit 2, one line on stderr that says what is wrong
-and what to do, and nothing written (issue 10 §3). Each kind of input goes through the command
+and what to do, and nothing written. Each kind of input goes through the command
 line; the number fields and method parameters are walked from their types, not listed by hand."""
 
 import dataclasses

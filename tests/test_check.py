@@ -3,25 +3,12 @@
 import json
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from fedbench.check import QUICK, check_configs
-from fedbench.cli import cli
 from fedbench.testing import curve_until, write_fake_run
 
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def fake_check_runs(results, hit=3, top=0.95, seconds=0.01, device="cpu (fake)"):

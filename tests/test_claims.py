@@ -175,7 +175,8 @@ def test_table_command_ends_with_its_claims(tmp_path):
     tail = r.output[r.output.index("claims: ") :]
     check_golden("stragglers_claims.txt", tail, res)
     assert tail.startswith("claims: 1 of 4 reproduced\n")
-    for fmt, ext, mark in (("md", "md", "**claims: "), ("csv", "csv", "# claims: ")):
+    # a csv's claims are in its sidecar NAME.csv.json (the csv holds data only)
+    for fmt, ext, mark in (("md", "md", "**claims: "), ("csv", "csv.json", '"claims: ')):
         r = invoke("table", "stragglers", *args, "--format", fmt, "--out", tmp_path / "t")
         assert r.exit_code == 0 and "claims: 1 of 4 reproduced" in r.output, r.output
         text = (tmp_path / "t" / f"stragglers_synthetic-1-1.{ext}").read_text()

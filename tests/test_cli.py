@@ -1,15 +1,9 @@
 """The command line: a run end to end, tables, plots, and one-line errors for bad input."""
 
 import pytest
-from click.testing import CliRunner
-
-from fedbench.cli import cli
+from conftest import invoke
 
 FAST = ["--rounds", "2", "--set", "N=6", "--set", "K=3", "--set", "E=2", "--quiet"]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args), obj={})
 
 
 def test_train_table_plot(tmp_path):

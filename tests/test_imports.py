@@ -143,15 +143,15 @@ def test_indexing_runs_does_not_import_torch(tmp_path):
 # The import direction, lowest first: a module may import its own layer and those below it.
 # training and tables/plots are siblings: training never reads tables, reading never trains.
 LAYERS = (
-    ("fedbench.errors", "fedbench.atomic", "fedbench.lazy", "fedbench.names"),
+    ("fedbench.errors", "fedbench.atomic", "fedbench.lazy", "fedbench.names", "fedbench.plugins"),
     ("fedbench.config", "fedbench.devices"),
     ("fedbench.data", "fedbench.models", "fedbench.methods", "fedbench.presets"),
     ("fedbench.assembly", "fedbench.identity"),
-    ("fedbench.results",),
+    ("fedbench.results", "fedbench.run_filter"),
     ("fedbench.training", "fedbench.tables", "fedbench.plots", "fedbench.testing"),
     ("fedbench.papers",),
     ("fedbench.sweep",),
-    ("fedbench.calibrate", "fedbench.check"),
+    ("fedbench.calibrate", "fedbench.check", "fedbench.contracts", "fedbench.api"),
     ("fedbench.cli", "fedbench.__main__"),
 )
 SIBLINGS_APART = (("fedbench.training", ("fedbench.tables", "fedbench.plots")),)

@@ -8,16 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 import fedbench.papers
-from fedbench.cli import cli
 from fedbench.presets import PRESETS, register_preset
 from fedbench.tables import TABLES, Cell, PlotSpec, TableSpec, get_table, register, table
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
 
 
 def _listed(output: str, names) -> list[str]:

@@ -32,14 +32,7 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def small(seed=0, **sets):

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from fedbench.assembly import build_config
-from fedbench.cli import cli
 from fedbench.identity import run_id
 from fedbench.results.locks import RunClaim
 from fedbench.sweep import (
@@ -45,19 +44,7 @@ TIMING = ["round_seconds", "cum_seconds", "eval_seconds"]
 FEDBENCH = [sys.executable, "-m", "fedbench.cli"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny runs: one torch thread (on a busy machine, more threads spin and run 100x slower)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def table_args(results, rounds=3, seeds="0"):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import click
 
-from fedbench.cli import calibrate, check, data, docs, info, plot, sweep, table, train
+from fedbench.cli import calibrate, check, data, docs, info, plot, store, sweep, table, train
+from fedbench.cli import options as opt
 from fedbench.cli.common import OneLineError
 from fedbench.errors import FedbenchError
 
@@ -82,14 +83,31 @@ def cli(ctx: click.Context, debug: bool) -> None:
       fedbench plot tau --dataset fmnist
       fedbench table summary --format md
       fedbench check --quick
+      fedbench sweep --table tau --dataset fmnist --plugin my_method.py --add-method mine
     """
+    from fedbench.plugins import load_all
+
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    try:  # installed packages' entry points and FEDBENCH_PLUGINS (--plugin: its callback)
+        load_all()
+    except FedbenchError as e:
+        raise OneLineError(str(e), 2) from None
 
 
-for _module in (train, sweep, table, plot, data, info, check, calibrate, docs):
+def _take_plugins(command: click.Command) -> None:
+    """The group and every command (and a group's subcommands) take --plugin, after their own
+    options: `fedbench --plugin F sweep ...` and `fedbench sweep ... --plugin F` alike."""
+    if not any(p.name == "plugin" for p in command.params):
+        command.params.append(opt.plugin_option())
+    for sub in getattr(command, "commands", {}).values():
+        _take_plugins(sub)
+
+
+for _module in (train, sweep, table, plot, data, info, check, calibrate, store, docs):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
+_take_plugins(cli)
 
 
 def main() -> None:

@@ -40,6 +40,13 @@ tolerance_options = opt.together(
 @click.command()
 @click.option("--quick", is_flag=True, help="The CI subset (seconds): synthetic checks only.")
 @click.option("--only", help="Comma-separated check names (see the table it prints).")
+@click.option(
+    "--contracts",
+    is_flag=True,
+    help="Instead: the contract checks of what --plugin registers (methods, datasets, models, "
+    "tables; without a plugin: every method), as the test suite checks built-in ones; "
+    "--only picks names.",
+)
 @opt.results(
     default=None,
     show_default=False,
@@ -52,7 +59,17 @@ tolerance_options = opt.together(
 @tolerance_options
 @opt.threads(default=1, show_default=True, help="torch threads.")
 def check(
-    quick, only, results, reference, update, acc_tol, rounds_tol, speed_factor, no_timing, threads
+    quick,
+    only,
+    contracts,
+    results,
+    reference,
+    update,
+    acc_tol,
+    rounds_tol,
+    speed_factor,
+    no_timing,
+    threads,
 ):
     """Regression check: rerun a small fixed set of configs and compare them with the stored
     reference; exits 1 with a table of what regressed.
@@ -63,7 +80,14 @@ def check(
       fedbench check                           # all checks (Fashion-MNIST one if installed)
       fedbench check --update                  # accept the current numbers as the reference
       fedbench check --results runs/ --no-timing
+      fedbench check --contracts --plugin my_method.py   # a plugin's contracts
     """
+    if contracts:
+        from fedbench.training import threads as thread_policy
+
+        thread_policy.configure(threads)
+        run_contracts(only)
+        return
     from fedbench.check import (
         Tolerances,
         check_configs,
@@ -116,6 +140,43 @@ def verdict(rows, checked: int, ref_path: Path) -> None:
             1,
         )
     click.echo(f"ok: {checked} check(s) within tolerance of {ref_path}")
+
+
+def run_contracts(only: str | None) -> None:
+    """The contract checks' table; exit 1 naming the failures."""
+    from rich.table import Table
+
+    from fedbench.contracts import plugin_names, run_checks
+    from fedbench.methods import METHODS
+    from fedbench.sweep import parse_list
+    from fedbench.tables import console
+
+    names = plugin_names()
+    if not any(names.values()):
+        names = {"methods": list(METHODS)}
+    wanted = parse_list(only, "--only")
+    if wanted:
+        known = [n for kind in names.values() for n in kind]
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            raise FedbenchError(f"--only {unknown[0]}: not among {', '.join(known)}")
+        names = {kind: [n for n in ns if n in wanted] for kind, ns in names.items()}
+    rows = run_checks(names)
+    table = Table(title="contracts")
+    for col in ("name", "check", "", "detail"):
+        table.add_column(col)
+    for c in rows:
+        table.add_row(c.subject, c.name, "ok" if c.ok else "[red]FAIL[/]", c.detail)
+    console().print(table)
+    failed = [c for c in rows if not c.ok]
+    if failed:
+        first = failed[0]
+        raise OneLineError(
+            f"{len(failed)} of {len(rows)} contract check(s) failed, first {first.subject}: "
+            f"{first.name}: {first.detail}",
+            1,
+        )
+    click.echo(f"ok: {len(rows)} contract check(s) passed")
 
 
 COMMANDS = [check]

@@ -77,9 +77,9 @@ def command_line(sets, flags: dict, options: dict | None = None) -> dict:
     return one_each(items)
 
 
-def make_selection(dataset, seeds, preset, sets, results):
-    """The runs a paper table refers to; every key, value, seed and preset checked here, so
-    that a typo stops with one line instead of leaving every cell n/a."""
+def make_selection(dataset, seeds, preset, sets, results, add_methods=()):
+    """The runs a paper table refers to; every key, value, seed, preset and added method
+    checked here, so that a typo stops with one line instead of leaving every cell n/a."""
     from fedbench.assembly import apply_overrides
     from fedbench.config import RunConfig
     from fedbench.presets import get_preset
@@ -99,7 +99,31 @@ def make_selection(dataset, seeds, preset, sets, results):
         preset=preset,
         sets=overrides,
         results=str(results),
+        additions=tuple(a.text for a in _additions(add_methods)),
+        plugins=given_plugins() if add_methods else (),
     )
+
+
+def _additions(add_methods) -> list:
+    from fedbench.tables.additions import parse_addition
+
+    return [parse_addition(text) for text in add_methods or ()]
+
+
+def given_plugins() -> tuple[str, ...]:
+    """The plugins this command loaded from --plugin or FEDBENCH_PLUGINS (not entry points:
+    installed packages load themselves), as given: the commands a table with rows added prints
+    repeat them (a paper table's own commands stay as they were)."""
+    from fedbench.plugins import LOADED
+
+    return tuple(p.source for p in LOADED.values() if not p.source.startswith("entry point "))
+
+
+def with_additions(spec, sel):
+    """The table spec with the selection's added rows (fedbench.tables.additions)."""
+    from fedbench.tables.additions import add_rows
+
+    return add_rows(spec, _additions(sel.additions))
 
 
 def apply_calibration(spec, sel, calibrated: bool):
@@ -111,9 +135,9 @@ def apply_calibration(spec, sel, calibrated: bool):
     return calibrated_selection(spec, sel)
 
 
-def table_selection(spec, dataset, seeds, preset, sets, results, calibrated):
+def table_selection(spec, dataset, seeds, preset, sets, results, calibrated, add_methods=()):
     """make_selection, then the calibrated value where asked: (selection, header line)."""
-    sel = make_selection(dataset, seeds, preset, sets, results)
+    sel = make_selection(dataset, seeds, preset, sets, results, add_methods)
     return apply_calibration(spec, sel, calibrated)
 
 
@@ -130,3 +154,35 @@ class ListedHelp(click.Command):
             self.help = (self.help or "").replace(f"{{{key}}}", ", ".join(names()))
         self.lists = {}
         super().format_help_text(ctx, formatter)
+
+
+# the options that select runs, by parameter name: what `refuse` calls them
+OPTION_NAMES = {
+    "dataset": "--dataset",
+    "seeds": "--seeds",
+    "preset": "--preset",
+    "sets": "--set",
+    "add_methods": "--add-method",
+    "method": "--method",
+    "where": "--where",
+    "calibrated": "--calibrated",
+    "spread": "--spread",
+}
+
+
+def refuse(given: dict, options, command: str, why: str) -> None:
+    """A one-line error for an option (by parameter name) the command would otherwise
+    ignore."""
+    bad = [OPTION_NAMES[o] for o in options if given.get(o)]
+    if bad:
+        verb = "does" if len(bad) == 1 else "do"
+        raise FedbenchError(f"{', '.join(bad)} {verb} not apply to `fedbench {command}`: {why}")
+
+
+def run_filter(dataset, method, seeds, where):
+    """--dataset, --method, --seeds and --where as one filter of runs (fedbench.run_filter)."""
+    from fedbench.run_filter import RunFilter
+    from fedbench.sweep import parse_list
+
+    seed_list = parse_list(seeds, "--seeds", int)
+    return RunFilter.parse(dataset, method, seed_list, where)

@@ -29,11 +29,15 @@ def preset_rows() -> list[dict]:
 @click.command()
 @opt.view_format()
 def methods(fmt):
-    """List the methods, their parameters (names from the papers) and defaults.
+    """List the methods, their parameters (names from the papers) and defaults, and the engine
+    round paths their local steps may take (stepwise: local_step at every step, slower).
+    Any method ends with the server optimizer the config names (sgd, FedAvgM with
+    server_momentum, adagrad, adam, yogi).
 
     \b
-    Example:
+    Examples:
       fedbench train --preset fedlga-fmnist --method fedprox --set mu=0.1
+      fedbench train --method fedprox --set mu=0.1 --set server_opt=adam --set server_lr=0.01
     """
     import pandas as pd
 
@@ -43,7 +47,8 @@ def methods(fmt):
         click.echo(markdown(method_rows()))
     else:
         df = pd.DataFrame(method_rows())
-        console().print(rich_table(df, title="methods (set parameters with --set NAME=VALUE)"))
+        title = "methods (--set NAME=VALUE; any method: --set server_opt=sgd|adagrad|adam|yogi)"
+        console().print(rich_table(df, title=title))
 
 
 @click.command()

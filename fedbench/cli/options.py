@@ -23,6 +23,41 @@ class NonNegative(click.FloatRange):
         return rv
 
 
+def load_plugins(ctx: click.Context, param: click.Parameter, values) -> None:
+    """--plugin's callback: load the plugins before any other option is read (eager), so that
+    their method, dataset and table names are known to the rest of the command line."""
+    if not values:
+        return
+    from fedbench.cli.common import OneLineError
+    from fedbench.errors import FedbenchError
+    from fedbench.plugins import load
+
+    try:
+        load(values)
+    except FedbenchError as e:
+        raise OneLineError(str(e), 2) from None
+
+
+PLUGIN_HELP = (
+    "Load a plugin: a .py file or a module that registers methods, datasets, models or "
+    "tables; repeatable (also read from FEDBENCH_PLUGINS and installed packages' "
+    "fedbench.plugins entry points)."
+)
+
+
+def plugin_option() -> click.Option:
+    """--plugin, which every command takes (fedbench.cli adds it to each)."""
+    return click.Option(
+        ["--plugin"],
+        multiple=True,
+        metavar="FILE.py|MODULE",
+        expose_value=False,
+        is_eager=True,
+        callback=load_plugins,
+        help=PLUGIN_HELP,
+    )
+
+
 THREAD_COUNT = click.IntRange(min=1)
 FINITE_NON_NEGATIVE = NonNegative()
 
@@ -92,6 +127,26 @@ calibrated = _shared(
 )
 table_name = _shared("--table", "table_name", help="The paper table (see fedbench table).")
 view_format = _shared("--format", "fmt", type=click.Choice(["rich", "md"]), default="rich")
+
+
+where = _shared(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="FIELD=VALUE[,VALUE]",
+    help="Only runs whose config field (or alias, method parameter, status) has one of these "
+    "values, e.g. --where s=0.5 --where mu=0.1,1; repeatable (all must hold).",
+)
+method_filter = _shared("--method", "method", help="Only runs of this method.")
+add_method = _shared(
+    "--add-method",
+    "add_methods",
+    multiple=True,
+    metavar="METHOD[:KEY=VALUE,...]",
+    help="Add rows of this method (e.g. a --plugin's) beside the paper's, run at the table's "
+    "FedAvg row's settings; marked (added), no paper value, not in the claims; repeatable. "
+    "With sweep: trains only those rows.",
+)
 
 
 def together(*options):

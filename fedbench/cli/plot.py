@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from fedbench.cli import options as opt
-from fedbench.cli.common import ListedHelp, check_folder, echo_lines, table_selection
+from fedbench.cli.common import (
+    ListedHelp,
+    check_folder,
+    echo_lines,
+    refuse,
+    run_filter,
+    table_selection,
+)
 from fedbench.cli.table import figure_names, list_specs
 
 
@@ -29,7 +36,11 @@ from fedbench.cli.table import figure_names, list_specs
 @opt.on_error(help="A run with a corrupt file: stop with its name, or leave it out.")
 @opt.strict()
 @opt.calibrated()
-def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, strict, calibrated):
+@opt.add_method()
+@opt.method_filter(help="For `curves`: only runs of this method.")
+@opt.where(help="For `curves`: only runs whose FIELD (config field, alias, method parameter "
+           "or status) has one of the VALUEs; repeatable.")  # fmt: skip
+def plot(name, **o):
     """Figures like the papers' (PNG and PDF): learning curves with min–max bands over seeds,
     best-accuracy bars, rounds to target against a parameter, SFL's quadratic panels,
     FedSoftMax's participation heat map, FedProx's loss and dissimilarity panels.
@@ -43,36 +54,50 @@ def plot(name, dataset, seeds, preset, sets, results, out, metric, on_error, str
       fedbench plot stragglers --dataset synthetic-1-1 --out figures
       fedbench plot participation --dataset mnist
       fedbench plot curves --metric test_acc --out tables/curves
+      fedbench plot curves --dataset synthetic --where s=0.9 --metric train_loss
     """
     if name is None:
         list_specs(figures=True)
         return
     if name == "curves":
-        _plot_curves(results, out, metric, on_error, strict)
+        why = "curves draws runs as they are: pick them with --dataset, --method, --seeds, --where"
+        refuse(o, ("preset", "sets", "add_methods", "calibrated"), "plot curves", why)
+        flt = run_filter(o["dataset"], o["method"], o["seeds"], o["where"])
+        _plot_curves(o["results"], o["out"], o["metric"], o["on_error"], o["strict"], flt)
         return
+    refuse(o, ("method", "where"), f"plot {name}",
+           "a paper figure's runs are its cells'; add rows with --add-method")  # fmt: skip
+    _plot_figure(name, o)
+
+
+def _plot_figure(name: str, o: dict) -> None:
+    from fedbench.cli.common import with_additions
     from fedbench.plots import plot_spec
     from fedbench.tables import evaluate_table, get_table, table_file_name
 
+    out, results, calibrated = o["out"], o["results"], o["calibrated"]
     check_folder(out or "tables", "--out")
     spec = get_table(name, figure=True)
-    sel, fit_line = table_selection(spec, dataset, seeds, preset, sets, results, calibrated)
+    sel, fit_line = table_selection(spec, o["dataset"], o["seeds"], o["preset"], o["sets"],
+                                    results, calibrated, o["add_methods"])  # fmt: skip
+    spec = with_additions(spec, sel)
     if fit_line:
         click.echo(fit_line)
-    result = evaluate_table(spec, results, sel, on_error=on_error, strict=strict)
+    result = evaluate_table(spec, results, sel, on_error=o["on_error"], strict=o["strict"])
     stem = table_file_name(result) + ("_calibrated" if calibrated else "")
     echo_lines(f"wrote {p}" for p in plot_spec(result, Path(out or "tables") / stem))
     echo_lines([f"skipped: {p}" for p in result.problems] + result.notes)
     echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
 
 
-def _plot_curves(results, out, metric, on_error, strict) -> None:
-    """Every run's learning curve; --out is a file name without extension."""
+def _plot_curves(results, out, metric, on_error, strict, flt) -> None:
+    """Every run's learning curve (those flt keeps); --out is a file name without extension."""
     from fedbench.plots import plot_curves
 
     check_folder(results, "--results")
     check_folder(Path(out or "tables/curves").parent, "--out's folder")
     paths, notes = plot_curves(
-        Path(results), Path(out or "tables/curves"), metric, on_error, strict
+        Path(results), Path(out or "tables/curves"), metric, on_error, strict, flt
     )
     echo_lines(f"wrote {p}" for p in paths)
     echo_lines(notes)

@@ -47,6 +47,7 @@ class SweepArgs:
     on_error: str
     strict: bool
     calibrated: bool
+    add_methods: tuple[str, ...] = ()
 
 
 # --jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run, --stack.
@@ -108,6 +109,7 @@ executor_options = opt.together(
 )
 @opt.strict()
 @opt.calibrated()
+@opt.add_method()
 def sweep(**options):
     """Run a grid of configs, skipping the ones results/ already holds (resumable: start it
     again after a crash or kill; several sweeps may share one results folder).
@@ -119,8 +121,8 @@ def sweep(**options):
       fedbench sweep --table tau --dataset fmnist          # what `fedbench table tau` needs
       fedbench sweep --file sweep.toml --jobs 4
       fedbench sweep --table r90 --executor ray --address auto --gpus-per-run 0.25
+      fedbench sweep --table tau --dataset fmnist --plugin mine.py --add-method mine
     """
-    from fedbench.identity import run_id
     from fedbench.sweep import make_executor, plan_sweep
 
     a = SweepArgs(**options)
@@ -129,22 +131,51 @@ def sweep(**options):
     )
     check_folder(a.results, "--results", claims=True)
     configs, unavailable, label = sweep_configs(a)
-    plan = plan_sweep(configs, Path(a.results), on_error=a.on_error, strict=a.strict)
+    plan = plan_sweep(
+        configs, Path(a.results), on_error=a.on_error, strict=a.strict, shipped=True
+    )
     plan.unavailable = unavailable
     announce(plan, label, executor.name, a)
     if a.dry_run:
-        echo_lines(f"  {run_id(cfg)}  {cfg.method} {cfg.method_params or ''}" for cfg in plan.todo)
+        echo_lines(dry_run_lines(plan.todo))
         echo_lines(plan.notes)
         return
     execute(plan, executor, a, label)
+
+
+def dry_run_lines(todo: list) -> list[str]:
+    """One line per run to do: run id, method, the fields that vary among them, seed."""
+    from fedbench.identity import run_id
+    from fedbench.run_filter import run_fields, varying_fields
+
+    if not todo:
+        return []
+
+    metas = [{"config": cfg.to_dict()} for cfg in todo]
+    shown = varying_fields(metas, always=("method", "seed"))
+    rows = [["run", "method", *shown, "seed"]]
+    for cfg, meta in zip(todo, metas):
+        values = run_fields(meta)
+        rows.append([run_id(cfg), cfg.method, *(_shown(values.get(k)) for k in shown),
+                     str(cfg.seed)])  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _shown(v) -> str:
+    if v is None:
+        return "–"
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def sweep_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
     """(configs, cells unavailable in this build by reason, label) of --table or of a grid."""
     if a.table_name:
         return _table_configs(a)
-    if a.calibrated:
-        raise FedbenchError("--calibrated goes with --table (the fit belongs to a table)")
+    if a.calibrated or a.add_methods:
+        flag = "--calibrated" if a.calibrated else "--add-method"
+        raise FedbenchError(f"{flag} goes with --table (it changes a table's runs); a grid "
+                            "takes methods with --methods")  # fmt: skip
     from fedbench.sweep import grid_configs, load_sweep_file
 
     kw = load_sweep_file(a.sweep_file) if a.sweep_file else {}
@@ -159,23 +190,33 @@ def sweep_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
 
 def _table_configs(a: SweepArgs) -> tuple[list, dict[str, int], str]:
     from fedbench.sweep import table_configs
-    from fedbench.tables import get_table
+    from fedbench.tables import TABLES, get_table
 
     if a.sweep_file or a.grids or a.config_file:
         raise FedbenchError(
             "--table chooses the runs itself; use --dataset, --seeds, --preset, --set and "
             "--methods with it, not --grid, --config or --file"
         )
-    spec = get_table(a.table_name, figure=True)
+    spec = TABLES.get(a.table_name) or get_table(a.table_name)  # a table, a figure or both
     sel, fit_line = table_selection(
-        spec, a.dataset, a.seeds, a.preset, a.sets, a.results, a.calibrated
+        spec, a.dataset, a.seeds, a.preset, a.sets, a.results, a.calibrated, a.add_methods
     )
     if fit_line:
         click.echo(fit_line)
+    label = a.table_name + (f" ({a.dataset})" if a.dataset else "")
+    if a.add_methods:  # only the added rows: the paper's rows are someone else's runs
+        from fedbench.cli.common import with_additions
+        from fedbench.tables.additions import added_rows
+
+        if a.methods:
+            raise FedbenchError("--add-method trains the added rows only; leave out --methods")
+        spec = with_additions(spec, sel)
+        configs, unavailable = table_configs(spec, sel, added_rows(spec, sel.dataset))
+        return configs, unavailable, f"{label} + {', '.join(sel.additions)}"
     configs, unavailable = table_configs(spec, sel)
     if a.methods:  # fill some rows first (e.g. the slow baselines last)
         configs = _only_methods(configs, a.methods, a.table_name)
-    return configs, unavailable, a.table_name + (f" ({a.dataset})" if a.dataset else "")
+    return configs, unavailable, label
 
 
 def _only_methods(configs: list, methods: str, table: str) -> list:

@@ -9,11 +9,14 @@ import click
 
 from fedbench.cli import options as opt
 from fedbench.cli.common import (
+    OPTION_NAMES,
     ListedHelp,
     apply_calibration,
     check_folder,
     echo_lines,
     make_selection,
+    refuse,
+    run_filter,
     warn,
 )
 from fedbench.errors import FedbenchError
@@ -89,9 +92,11 @@ def list_specs(figures: bool) -> None:
 )
 @opt.strict()
 @opt.calibrated()
-def table(
-    name, dataset, seeds, preset, sets, results, fmt, out, on_error, spread, strict, calibrated
-):
+@opt.add_method()
+@opt.method_filter(help="For `summary`: only runs of this method.")
+@opt.where(help="For `summary`: only runs whose FIELD (config field, alias, method parameter "
+           "or status) has one of the VALUEs; repeatable.")  # fmt: skip
+def table(name, **o):
     """A paper table from results: ours, the paper's and the difference per cell.
 
     NAME is a paper table ({tables}), `summary` (one line per run) or `report` (OUT/REPORT.md:
@@ -103,25 +108,42 @@ def table(
       fedbench table tau --dataset fmnist
       fedbench table tau --dataset fmnist --format md     # writes tables/tau_fmnist.md
       fedbench table stragglers --preset default --set rounds=20 --seeds 0
-      fedbench table summary --format csv
+      fedbench table summary --dataset synthetic --where s=0.5 --method fedprox
+      fedbench table tau --dataset fmnist --plugin mine.py --add-method mine
       fedbench table report                             # writes tables/REPORT.md
     """
     if name is None:
         list_specs(figures=False)
         return
-    if fmt != "rich":
-        check_folder(out, "--out")
+    if o["fmt"] != "rich":
+        check_folder(o["out"], "--out")
     if name == "summary":
-        check_folder(results, "--results")
-        _table_summary(results, fmt, out, on_error, strict)
+        refuse(o, ("preset", "sets", "add_methods", "calibrated", "spread"), "table summary",
+               "summary lists runs as they are: pick them with --dataset, --method, --seeds, "
+               "--where")  # fmt: skip
+        check_folder(o["results"], "--results")
+        flt = run_filter(o["dataset"], o["method"], o["seeds"], o["where"])
+        _table_summary(o["results"], o["fmt"], o["out"], o["on_error"], o["strict"], flt)
     elif name == "report":
-        _table_report(results, out, on_error)
+        refuse(o, tuple(OPTION_NAMES), "table report", "the report covers every table and its "
+               "files")  # fmt: skip
+        _table_report(o["results"], o["out"], o["on_error"])
     else:
-        from fedbench.tables import get_table
+        _paper_command(name, o)
 
-        spec = get_table(name)
-        sel = make_selection(dataset, seeds, preset, sets, results)
-        _paper_table(name, spec, sel, fmt, out, on_error, spread, strict, calibrated)
+
+def _paper_command(name: str, o: dict) -> None:
+    from fedbench.cli.common import with_additions
+    from fedbench.tables import get_table
+
+    refuse(o, ("method", "where"), f"table {name}", "a paper table's runs are its cells'; "
+           "pick rows with --add-method, settings with --set")  # fmt: skip
+    sel = make_selection(
+        o["dataset"], o["seeds"], o["preset"], o["sets"], o["results"], o["add_methods"]
+    )
+    spec = with_additions(get_table(name), sel)
+    _paper_table(name, spec, sel, o["fmt"], o["out"], o["on_error"], o["spread"], o["strict"],
+                 o["calibrated"])  # fmt: skip
 
 
 def _paper_table(name, spec, sel, fmt, out, on_error, spread, strict, calibrated) -> None:
@@ -156,8 +178,10 @@ def _print_paper_table(result, fit_line: str | None) -> None:
 
 
 def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
-    """OUT/NAME[_DATASET][_calibrated].{md,csv,tex}, headed by the command that made it."""
+    """OUT/NAME[_DATASET][_calibrated].{md,csv,tex}, headed by the command that made it and
+    which runs (a csv's head in NAME.csv.json); never over a file made from more runs."""
     from fedbench.tables import claims_summary, header_lines, render_paper_table, table_file_name
+    from fedbench.tables.render import paper_table_sidecar, runs_line, write_guarded
 
     device = ", ".join(sorted(result.devices)) or "no runs"
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
@@ -166,10 +190,12 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
     from fedbench.tables.report import table_scale
 
     scale = [f"scale: {table_scale(result)[1]}"] if result.spec.seeds else []
-    header = [*header_lines(cmd, device), result.compute_line(), *scale]
+    records = result.used_records()
+    header = [*header_lines(cmd, device), result.compute_line(), runs_line(records), *scale]
     header += [fit_line] if fit_line else []
-    path.write_text(render_paper_table(result, fmt, header))
-    click.echo(f"wrote {path}")
+    sidecar = paper_table_sidecar(result, header) if fmt == "csv" else None
+    changed = write_guarded(path, render_paper_table(result, fmt, header), len(records), sidecar)
+    click.echo(f"wrote {path}" if changed else f"{path} is up to date (same runs)")
     echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
     echo_lines(result.notes)
     if result.claims:
@@ -191,21 +217,29 @@ def _table_report(results, out, on_error):
     click.echo(f"wrote {path}")
 
 
-def _table_summary(results, fmt, out, on_error, strict=False):
+def _table_summary(results, fmt, out, on_error, strict=False, flt=None):
     from fedbench.results import RunIndex, summary_frame
-    from fedbench.tables import SUMMARY_COLUMNS, console, header_lines, rich_table, write_table
+    from fedbench.tables import console, header_lines, rich_table, write_table
 
     index = RunIndex(Path(results), on_error=on_error, strict=strict)
     df = summary_frame(index)
     warn("skipped:", index.problems)
     if df.empty:
         raise FedbenchError(f"no readable runs in {results}; run fedbench train first")
+    metas = {rec.run_id: rec.meta for rec in index.records()}
+    if flt:
+        df = df[[flt.keeps(metas[r]) for r in df["run_id"]]]
+        if df.empty:
+            raise FedbenchError(f"no run in {results} has {flt.describe()}; see fedbench table "
+                                "summary for the runs there are")  # fmt: skip
     stacked = int((df["stack_size"] > 1).sum())
-    df = df[SUMMARY_COLUMNS].sort_values(["dataset", "method", "method_params", "seed"])
+    df = summary_columns(df, [metas[r] for r in df["run_id"]])
     if fmt == "rich":
-        console().print(rich_table(df, title=f"runs in {results}"))
+        title = f"runs in {results}" + (f" with {flt.describe()}" if flt else "")
+        console().print(rich_table(df, title=title))
     else:
         cmd = "fedbench table summary" + (f" --results {results}" if results != "results" else "")
+        cmd += f" {flt.options()}" if flt else ""
         path = write_table(df, "summary", fmt, Path(out), header_lines(cmd + f" --format {fmt}"))
         click.echo(f"wrote {path}")
     echo_lines(index.notes)
@@ -214,6 +248,21 @@ def _table_summary(results, fmt, out, on_error, strict=False):
             f"note: {stacked} run(s) trained in stacks (run.json stack_size > 1): their "
             "seconds include waiting for their stack-mates, not one run's time"
         )
+
+
+def summary_columns(df, metas: list[dict]):
+    """The summary's columns, with the fields that vary among these runs after the dataset
+    (three stragglers runs differ in `stragglers`, not only in run id), sorted by them."""
+    from fedbench.run_filter import run_fields, sort_key, varying_fields
+    from fedbench.tables import SUMMARY_COLUMNS
+
+    shown = varying_fields(metas, always=("method", "dataset", "seed"))
+    df = df[SUMMARY_COLUMNS].copy()
+    at = SUMMARY_COLUMNS.index("dataset") + 1
+    for i, name in enumerate(shown):
+        df.insert(at + i, name, [run_fields(m).get(name) for m in metas])
+    keys = ["dataset", "method", "method_params", *shown, "seed"]
+    return df.sort_values(keys, key=lambda c: c.map(sort_key), kind="stable")
 
 
 COMMANDS = [table]

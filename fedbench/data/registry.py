@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbench.config import allow_name
 from fedbench.names import Registry
 
 
@@ -44,5 +45,9 @@ def _spec(name: str, load, natural: bool, pipeline: bool = False) -> DatasetSpec
     return DatasetSpec(name, load, natural, pipeline)
 
 
-DATASETS: Registry[DatasetSpec] = Registry("dataset", _spec)
+def _allow(name: str, spec: DatasetSpec) -> None:
+    allow_name("dataset", name, natural=spec.natural)  # a plugin's dataset validates too
+
+
+DATASETS: Registry[DatasetSpec] = Registry("dataset", _spec, _allow)
 register_dataset = DATASETS.register

@@ -8,9 +8,11 @@ import importlib
 import pkgutil
 
 from fedbench.methods.base import (
+    EXTRA_GRAD_FIELDS,
     EngineServices,
     LocalResult,
     Method,
+    RecordField,
     RoundContext,
     Setup,
     State,
@@ -30,10 +32,12 @@ for _mod in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
+    "EXTRA_GRAD_FIELDS",
     "METHODS",
     "EngineServices",
     "LocalResult",
     "Method",
+    "RecordField",
     "RoundContext",
     "Setup",
     "State",

@@ -1,8 +1,14 @@
-"""The method interface: a local-step transform, a server rule, their declared state.
+"""The method interface: the whole contract between a method and the engine that trains it.
 
 The engine owns the round loop (sampling, heterogeneity, mini-batches, masking, timing,
-evaluation). A method only says:
+evaluation). A method says, in the order the engine calls it:
 
+- ``state``: its persistent state (server state [D], per-device state [N, D], plain values), as
+  a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method (with the
+  server optimizer's state) and ``state_dict``/``load_state_dict`` save and restore it;
+- ``init(w0)`` (optional): called once, after ``setup``, with the initial global model w^0 [D]:
+  state that starts from the model (an anchor, a per-device copy) is filled here. A restored
+  checkpoint (load_state_dict) replaces it afterwards;
 - ``client_start(ctx)``: per-round local state for the K sampled devices, a dict of tensors whose
   first dimension is K (momentum buffers, control variates gathered for these devices, ...);
 - ``local_step(ctx, w, grad_fn, local)``: the update direction d for the k still-active devices;
@@ -12,13 +18,23 @@ evaluation). A method only says:
   mini-batch at v (already clipped and with weight decay added);
 - ``linear_step()`` (optional): the local step declared as d = scale g + mu (w - w^t) +
   local[const] (``LinearStep``), so that the engine may train the round without calling
-  local_step (fused SGD steps, the MLP window, the compiled loop); None for any other form;
+  local_step. What the declaration buys is ``step_paths``: the engine's round paths (ROUND_PATHS)
+  open to it. Undeclared, every round runs "stepwise": local_step called at every step, one
+  autograd pass and a Python call each: ~20x slower than the compiled path on the default run
+  (logreg on Synthetic: 2.74 vs 0.13 s/round), 2.3x slower than the MLP window on FedLGA-FMNIST
+  (42.0 vs 17.9 s/round; benchmarks/round_paths.py, one thread on a loaded 2-core machine).
+  `fedbench methods` lists each method's paths;
+- ``client_final(ctx, res)`` (optional): after local training, before aggregation, on the
+  devices' rows (FedJAX's client_final): what each device sends, e.g. a compressed or clipped
+  delta, or per-device state updated from its final model. Returns the (new) LocalResult;
 - ``combine(ctx, res)``: the method's new global model at server learning rate 1 without server
   momentum, plus extra per-round records (scalars or lists) for rounds.parquet. ``aggregate``
-  (what the engine calls) applies the composable server step after it (``server_step``);
-- ``state``: the persistent state (server state [D], per-device state [N, D], plain values), as
-  a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method and
-  ``state_dict``/``load_state_dict`` save and restore it; no method writes those three;
+  (what the engine calls) applies the server step after it: the run's server optimizer
+  (fedbench.methods.server_opt: sgd, FedAvgM, adagrad, adam, yogi from the config), so a method
+  never restates a server rule that is a setting;
+- ``record_fields``: the per-round fields ``combine``/``aggregate`` add to the round's record,
+  each a ``RecordField`` (name, type, unit, when, help): rounds.parquet holds every registered
+  method's fields in every run, null where a method does not record them (fedbench.results.schema);
 - ``check_config(params, cfg)`` (optional) rejects parameters that clash with the run's config
   (e.g. FedMax(k) with k > K); fedbench.assembly.validate_config calls it. Overrides call
   super() first.
@@ -42,6 +58,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
+from fedbench.methods.server_opt import ServerOpt, server_optimizer
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
@@ -154,6 +171,35 @@ class LinearStep:
 SHAPES = ("dim", "clients", "clients x dim", "value")
 
 
+RECORD_TYPES = ("int64", "float64", "bool", "list<int64>", "list<float64>")
+
+
+@dataclass(frozen=True)
+class RecordField:
+    """A per-round field a method adds to its rounds' records: a column of every rounds.parquet
+    (fedbench.results.schema), null in the rows and runs that do not record it."""
+
+    name: str
+    type: str  # one of RECORD_TYPES
+    unit: str  # "" for a count or a plain number
+    help: str
+    when: str = "every trained round"  # when the method records it
+
+    def __post_init__(self):
+        if self.type not in RECORD_TYPES:
+            raise FedbenchError(
+                f"record field {self.name!r}: type {self.type!r} is not one of "
+                f"{', '.join(RECORD_TYPES)}"
+            )
+
+
+# the cost of full-batch gradient passes a method asks of ctx.services (MimeLite, FedLGA eq6)
+EXTRA_GRAD_FIELDS = (
+    RecordField("extra_grad_samples", "int64", "samples", "samples in the round's extra passes"),
+    RecordField("extra_grad_passes", "int64", "devices", "devices given an extra full pass"),
+)
+
+
 @dataclass(frozen=True)
 class State:
     """One piece of a method's persistent state, kept across rounds and in checkpoints.
@@ -180,17 +226,21 @@ class State:
         return torch.full(size, self.fill, dtype=setup.dtype, device=setup.device)
 
 
-# the server step's momentum buffer m (cfg.server_momentum > 0), a state of every method
-SERVER_MOMENTUM = State("server_m", "dim")
+# the ways the engine may train a round's local steps, fastest first (Engine.round_path picks
+# one by the model and config, among those the method's linear_step opens: step_paths)
+ROUND_PATHS = ("compiled", "window", "fused", "stepwise")
 
 
-def server_settings(method: Method, cfg: RunConfig | None) -> tuple[float, float]:
-    """(server learning rate, server momentum): cfg.server_lr times the method's own server-lr
-    parameter (a paper's eta_g; check_config allows at most one of them to differ from 1)."""
-    lr = getattr(method.p, method.server_lr_param) if method.server_lr_param else 1.0
-    if cfg is None:
-        return lr, 0.0
-    return lr * cfg.server_lr, cfg.server_momentum
+def step_paths(step: LinearStep | None) -> tuple[str, ...]:
+    """The ROUND_PATHS open to a local step declared as `step` (Method.linear_step): compiled
+    (numba loop, small models) and window (the MLP's GEMM window) run any linear step with a
+    positive scale, fused (the model's fused SGD step) plain SGD plus a fixed drift; stepwise
+    (local_step at every step) runs anything, and is what an undeclared step gets."""
+    if step is None or step.scale <= 0:
+        return ("stepwise",)
+    if step.plain:
+        return ROUND_PATHS
+    return ("compiled", "window", "stepwise")
 
 
 class Method:
@@ -208,11 +258,20 @@ class Method:
     # parameter values at which the method is FedAvg, round after round, without heterogeneity
     # and with equal device sizes (a contract test checks it); None: no such values
     reduces_to_fedavg: ClassVar[dict[str, Any] | None] = None
+    # per-round fields combine/aggregate add to the round's record (rounds.parquet columns)
+    record_fields: ClassVar[tuple[RecordField, ...]] = ()
     # position in `fedbench methods` and the README (set by @register(order=...))
     listing_order: ClassVar[float] = 1000
 
     def __init__(self, params: Any):
         self.p = params
+
+    def server_optimizer(self, cfg: RunConfig | None) -> ServerOpt:
+        """The run's server step: the config's server optimizer at cfg.server_lr times the
+        method's own server learning rate (a paper's eta_g; check_config allows at most one of
+        the two to differ from 1)."""
+        own = getattr(self.p, self.server_lr_param) if self.server_lr_param else 1.0
+        return server_optimizer(own, cfg)
 
     @classmethod
     def check_config(cls, params: Any, cfg: RunConfig) -> None:
@@ -227,11 +286,16 @@ class Method:
 
     # ---- state ----
     def setup(self, setup: Setup) -> None:
+        """Allocate the declared state and the server optimizer's (zeros, `fill`, values)."""
         self.n_clients = setup.num_clients
-        momentum = setup.cfg is not None and setup.cfg.server_momentum > 0
-        self._declared = self.state + ((SERVER_MOMENTUM,) if momentum else ())
+        server = tuple(State(n, "dim", fill) for n, fill in self.server_optimizer(setup.cfg).state)
+        self._declared = self.state + server
         for s in self._declared:
             setattr(self, s.name, s.allocate(setup, self.p))
+
+    def init(self, w0: torch.Tensor) -> None:
+        """Called once by the engine after setup, with the initial global model w^0 [D]: fill
+        state that starts from the model (State declarations start from `fill`)."""
 
     def state_dict(self) -> dict[str, Any]:
         """The declared state, copied (later rounds do not change what was saved)."""
@@ -272,7 +336,8 @@ class Method:
         change). A method whose local_step is of this form says so here, and the engine may
         then train the round without calling local_step: fused SGD steps, the MLP's window of
         steps, the compiled loop of small models. local_step must compute the same d (a test
-        checks each registered method: tests/test_linear_step.py)."""
+        checks each registered method: tests/methods/test_linear_step.py). step_paths says
+        which engine paths a declaration opens; None leaves only the stepwise one."""
         return LinearStep() if type(self).local_step is Method.local_step else None
 
     def client_start(self, ctx: RoundContext) -> dict[str, torch.Tensor]:
@@ -283,6 +348,11 @@ class Method:
     ) -> torch.Tensor:
         _, g = grad_fn(w)
         return g
+
+    def client_final(self, ctx: RoundContext, res: LocalResult) -> LocalResult:
+        """After local training, before aggregation (FedJAX's client_final): what the devices
+        send, row by row ([K, D] in res.w; res.delta is w_i - w^t). Default: unchanged."""
+        return res
 
     # ---- server side ----
     def combine(self, ctx: RoundContext, res: LocalResult) -> tuple[torch.Tensor, dict]:
@@ -295,18 +365,10 @@ class Method:
         return self.server_step(ctx, new_w), rec
 
     def server_step(self, ctx: RoundContext, new_w: torch.Tensor) -> torch.Tensor:
-        """w^{t+1} = w^t + eta u, u = new_w - w^t, or with server momentum beta > 0
-        m <- beta m + u and w^{t+1} = w^t + eta m (FedAvgM: beta = 0.9, eta = 1; m starts at 0).
-        At eta = 1 without momentum it returns new_w itself (bit for bit)."""
-        lr, beta = server_settings(self, ctx.cfg)
-        if lr == 1 and not beta:
-            return new_w
-        w = ctx.global_w
-        u = new_w - w
-        if beta:
-            self.server_m = self.server_m.mul_(beta).add_(u)
-            u = self.server_m
-        return w + lr * u
+        """The run's server optimizer (fedbench.methods.server_opt) on Delta = new_w - w^t:
+        w^{t+1} = w^t + eta Delta by default, new_w itself at eta = 1 (bit for bit); FedAvgM,
+        FedAdagrad, FedAdam, FedYogi by the config's server_* fields."""
+        return self.server_optimizer(ctx.cfg).step(self, ctx.global_w, new_w)
 
 
 def weighted_mean(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

@@ -55,11 +55,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from dataclasses import replace as _replace
 from typing import ClassVar
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
-from fedbench.methods.base import Method, weighted_mean
+from fedbench.methods.base import EXTRA_GRAD_FIELDS, Method, RecordField, weighted_mean
 from fedbench.methods.registry import register
 
 READINGS = ("text", "eq6", "path")
@@ -105,6 +106,19 @@ class FedLGA(Method):
     server_lr_param = "eta_g"  # Eq. 7's eta_g is the server step's learning rate
     reduces_to_fedavg = {}  # without heterogeneity (all tau_i = 1)
     version: ClassVar[int] = 2  # 2: default g is text (TCYB §IV-A); 1: path (then called A)
+    record_fields = (
+        RecordField("n_corrected", "int64", "devices", "slow devices whose update was corrected"),
+        RecordField(
+            "correction_skipped", "bool", "", "no device ran its full work: nothing corrected"
+        ),
+        RecordField(
+            "norm_ratio",
+            "float64",
+            "",
+            "mean |correction| / |Delta_i| over the corrected devices (NaN: none corrected)",
+        ),
+        *(_replace(f, when="g=eq6") for f in EXTRA_GRAD_FIELDS),
+    )
 
     def combine(self, ctx, res):
         w = res.w  # [K, D] the devices' final models w^t + Delta_i

@@ -16,7 +16,8 @@ Server: cum_i = w^t - w_i (= lr times the sum of the local directions),
   D = sum_i p_i (tau_eff / a_i) cum_i, and w^{t+1} = w^t - D; with server momentum gmf > 0,
   buf <- gmf buf + D / lr and w^{t+1} = w^t - lr buf (the code's global momentum buffer).
   gmf is not the server step's server_momentum (m <- beta m - D, w^{t+1} = w^t + m): the
-  code's buffer is in gradient units, so the two differ under lr decay; set only one.
+  code's buffer is in gradient units, so the two differ under lr decay; set only one (nor with
+  an adaptive server_opt, whose m is a momentum too).
 p_i = ctx.weights (n_i / sum n by default, the code's `ratio`). With mu = 0, no momentum and equal
 S_i this is FedAvg. Records tau_eff and a_mean (the mean a_i) per round.
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
-from fedbench.methods.base import LinearStep, Method, State, weighted_mean
+from fedbench.methods.base import LinearStep, Method, RecordField, State, weighted_mean
 from fedbench.methods.registry import register
 
 TAU_EFF = ("paper", "code")
@@ -81,13 +82,18 @@ class FedNova(Method):
     # the code's global momentum buffer (gmf), in gradient units: buf <- gmf buf + D / lr
     state = (State("buf", "dim"),)
     reduces_to_fedavg = {"mu": 0.0}  # with equal S_i and no local momentum
+    record_fields = (
+        RecordField("tau_eff", "float64", "steps", "the effective number of local steps"),
+        RecordField("a_mean", "float64", "", "mean of the devices' normalisers |a_i|_1"),
+    )
 
     @classmethod
     def check_config(cls, params, cfg):
         super().check_config(params, cfg)
-        if params.gmf and cfg.server_momentum:
+        if params.gmf and (cfg.server_momentum or cfg.server_opt != "sgd"):
             raise FedbenchError(
-                "fednova: gmf and server_momentum are both server momentum; set only one"
+                f"fednova: gmf and server_momentum / server_opt={cfg.server_opt} are both "
+                "server momentum; set only one"
             )
 
     def linear_step(self):

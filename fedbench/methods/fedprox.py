@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import LinearStep, Method, State
+from fedbench.methods.base import LinearStep, Method, RecordField, State
 from fedbench.methods.registry import register
 
 
@@ -87,6 +87,23 @@ class FedProx(Method):
         State("n_down", "value", init=0),
     )
     reduces_to_fedavg = {"mu": 0.0}
+    record_fields = (
+        RecordField(
+            "dissimilarity",
+            "float64",
+            "",
+            "(1/N) sum_k |g - g_k|^2 at the round's start model",
+            "dissimilarity=true",
+        ),
+        RecordField("mu", "float64", "", "the proximal weight used in the round", "adaptive=true"),
+        RecordField(
+            "global_train_loss",
+            "float64",
+            "nats",
+            "mean cross-entropy over all training samples at the new model",
+            "adaptive=true",
+        ),
+    )
 
     def linear_step(self):
         return LinearStep(mu=self.mu)  # mu may change round to round when adaptive

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
-from fedbench.methods.base import Method, State, weighted_mean
+from fedbench.methods.base import Method, RecordField, State, weighted_mean
 from fedbench.methods.registry import register
 
 LOSSES = ("last_epoch", "start")
@@ -109,6 +109,9 @@ class _LossWeighted(Method):
 
     # running minimum of each device's loss (fstar=min_seen); +inf = not seen yet
     state = (State("min_seen", "clients", fill=float("inf")),)
+    record_fields = (
+        RecordField("agg_weights", "list<float64>", "", "the devices' aggregation weights"),
+    )
 
     def loss_gaps(self, ctx, res) -> torch.Tensor:
         if self.p.loss == "last_epoch":

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import LinearStep, Method, State, weighted_mean
+from fedbench.methods.base import EXTRA_GRAD_FIELDS, LinearStep, Method, State, weighted_mean
 from fedbench.methods.registry import register
 
 
@@ -51,6 +51,7 @@ class MimeLite(Method):
     state = (State("m", "dim"),)
     server_lr_param = "eta_s"
     reduces_to_fedavg = {"beta": 0.0}
+    record_fields = EXTRA_GRAD_FIELDS
 
     @property
     def _grad_scale(self) -> float:

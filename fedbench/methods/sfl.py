@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.errors import FedbenchError
-from fedbench.methods.base import Method
+from fedbench.methods.base import Method, RecordField
 from fedbench.methods.registry import register
 
 
@@ -35,6 +35,7 @@ class SFL(Method):
     """SFL (Li & Lyu): devices train one after another in a random order; the last model is kept."""
 
     name = "sfl"
+    record_fields = (RecordField("order", "list<int64>", "", "the device ids in training order"),)
     Params = SFLParams
     sequential = True
 

@@ -1,6 +1,34 @@
 """Fully connected networks: multinomial logistic regression (784->10, 60->10) and the FedLGA
 MLP 784->400->ReLU->10, each layer one torch.baddbmm over the K stacked models. With a hidden
-layer, sgd_steps trains a window of steps with one first-layer update GEMM (exact)."""
+layer, sgd_steps trains a window of steps with one first-layer update GEMM (exact).
+
+The window (BatchedMLP.sgd_steps), why it is exact: the first layer's weight after s steps of
+the window is W1_s = d^s W1_0 - lr sum_{t<s} d^(s-1-t) D_t^T X_t (D_t [B, out] its output
+gradients, batch weights included; d = 1 - lr wd), so its pre-activation at step s is X_s W1_s^T
+= d^s X_s W1_0^T - lr sum_{t<s} d^(s-1-t) (X_s X_t^T) D_t. The window computes X W1_0^T and the
+Gram X X^T of all T*B samples at once, corrects each step's forward by the small Gram product,
+runs the rest of the network (first bias, upper layers) per step exactly as sgd_step, and
+applies the T first-layer updates at the end as ONE GEMM with inner dimension T*B. A row that
+finishes at step f (active[f] <= row) gets D_t = 0 for t >= f and decay d^f, not d^T. A constant
+C1 (const's first-layer block) adds - lr sigma_s C1 to W1_s, sigma_s = sum_{t<s} d^(s-1-t): the
+window computes X C1^T once as well and subtracts lr sigma_s of its step-s slice from the
+pre-activation.
+
+Cost model (FedLGA MLP, per row, B=10, n=784 inputs, h=400 hidden): per step the two
+B x n x h GEMMs (forward, rank-B update) run at a third to a half of the GEMM rate with
+only B rows; the window does the same FLOPs as two (T*B) x n x h GEMMs at full rate, plus
+the Gram ((T*B)^2 n: T*B/h of one forward GEMM) and the corrections (~B^2 T^2 h / 2), so
+the gain saturates and then falls as T grows. step_window is the T measured best:
+benchmarks/mlp_window.py (1 thread, paired, 96 steps, 2-core machine at load 4-8),
+median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
+T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
+240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
+(in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole.
+A const costs one more GEMM (X C1^T) a window: FedLGA-FMNIST engine rounds at 1 thread
+(benchmarks/engine_speed.py --no-loop --rounds 3 --methods fedprox,scaffold, load ~3)
+went from 8.3-9.4 s (FedProx, mu 1) and 7.4-8.3 s (SCAFFOLD) per-step to 2.6-2.8 s and
+2.4-2.5 s windowed, 1.3-1.45x FedAvg's round.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +43,7 @@ from fedbench.models.registry import register_model
 
 
 class BatchedMLP(BatchedModel):
-    # sgd_steps' window T for MLPs with a hidden layer (measured, see sgd_steps); 1 = no window
+    # sgd_steps' window T for MLPs with a hidden layer (measured: module docstring); 1 = no window
     HIDDEN_WINDOW = 16
     step_window: int = 1
 
@@ -113,33 +141,7 @@ class BatchedMLP(BatchedModel):
         with ka = active[t] for each t (float64: to 1e-12; float32: rounding only, bounded over a
         round in the tests). const [k, D] (or None) is a per-row constant: FedProx's mu (w - wg)
         is wd + mu and const -mu wg, SCAFFOLD's drift is const (the engine's train_local).
-
-        Why it is exact: the first layer's weight after s steps of the window is
-        W1_s = d^s W1_0 - lr sum_{t<s} d^(s-1-t) D_t^T X_t (D_t [B, out] its output gradients,
-        batch weights included; d = 1 - lr wd), so its pre-activation at step s is
-        X_s W1_s^T = d^s X_s W1_0^T - lr sum_{t<s} d^(s-1-t) (X_s X_t^T) D_t. The window computes
-        X W1_0^T and the Gram X X^T of all T*B samples at once, corrects each step's forward by
-        the small Gram product, runs the rest of the network (first bias, upper layers) per step
-        exactly as sgd_step, and applies the T first-layer updates at the end as ONE GEMM with
-        inner dimension T*B. A row that finishes at step f (active[f] <= row) gets D_t = 0 for
-        t >= f and decay d^f, not d^T. A constant C1 (const's first-layer block) adds
-        - lr sigma_s C1 to W1_s, sigma_s = sum_{t<s} d^(s-1-t): the window computes X C1^T once
-        as well and subtracts lr sigma_s of its step-s slice from the pre-activation.
-
-        Cost model (FedLGA MLP, per row, B=10, n=784 inputs, h=400 hidden): per step the two
-        B x n x h GEMMs (forward, rank-B update) run at a third to a half of the GEMM rate with
-        only B rows; the window does the same FLOPs as two (T*B) x n x h GEMMs at full rate, plus
-        the Gram ((T*B)^2 n: T*B/h of one forward GEMM) and the corrections (~B^2 T^2 h / 2), so
-        the gain saturates and then falls as T grows. step_window is the T measured best:
-        benchmarks/mlp_window.py (1 thread, paired, 96 steps, 2-core machine at load 4-8),
-        median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
-        T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
-        240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
-        (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole.
-        A const costs one more GEMM (X C1^T) a window: FedLGA-FMNIST engine rounds at 1 thread
-        (benchmarks/engine_speed.py --no-loop --rounds 3 --methods fedprox,scaffold, load ~3)
-        went from 8.3-9.4 s (FedProx, mu 1) and 7.4-8.3 s (SCAFFOLD) per-step to 2.6-2.8 s and
-        2.4-2.5 s windowed, 1.3-1.45x FedAvg's round."""
+        How and why it is exact, and what it gains: the module docstring."""
         T, k = len(active), active[0]
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)

@@ -5,7 +5,8 @@ looks the name up."""
 
 from __future__ import annotations
 
+from fedbench.config import allow_name
 from fedbench.names import Registry
 
-MODELS: Registry = Registry("model")
+MODELS: Registry = Registry("model", on_add=lambda name, _: allow_name("model", name))
 register_model = MODELS.register

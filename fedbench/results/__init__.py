@@ -1,6 +1,7 @@
 """Run records: one run's files (fedbench.results.records) and the index of a results folder
 (fedbench.results.index)."""
 
+from fedbench.results.frames import load_frames
 from fedbench.results.index import (
     ANY,
     FINISHED,
@@ -32,6 +33,7 @@ __all__ = [
     "RunRecord",
     "config_key",
     "expected_rows",
+    "load_frames",
     "load_summaries",
     "read_run",
     "run_dirs",

@@ -19,6 +19,7 @@ from fedbench.results.records import (
     _first_line,
     summarize,
 )
+from fedbench.results.schema import LOSSLESS_FROM, recorded
 
 FINISHED = ("complete", "diverged")
 ANY = object()
@@ -55,10 +56,43 @@ def expected_rows(meta: dict) -> int | None:
 class RunRecord:
     """One run folder as recorded in its run.json (rounds.parquet is read only on demand)."""
 
-    __slots__ = ("run_dir", "meta", "key")
+    __slots__ = ("run_dir", "meta", "key", "group", "store")
 
-    def __init__(self, run_dir: Path, meta: dict, key: str | None):
+    def __init__(self, run_dir: Path, meta: dict, key: str | None, group=None, store=None):
         self.run_dir, self.meta, self.key = run_dir, meta, key
+        self.group = group  # the shipped store's group holding it (None: a local run folder)
+        self.store = store  # that store (fedbench.results.store.Store)
+
+    def rounds_table(self, columns: list[str] | None = None, parquet_meta=None):
+        """Its rounds as stored (a pyarrow Table: the file's columns, or the store's; only
+        `columns` of them when given). Raises what reading raises."""
+        import pyarrow.parquet as pq
+
+        columns = None if columns is None else list(dict.fromkeys(columns))  # each once
+        if self.shipped:
+            t = self.store.rounds(self.group, self.run_id)
+            return t if columns is None else t.select([c for c in columns if c in t.column_names])
+        pf = pq.ParquetFile(self.rounds_path, metadata=parquet_meta)
+        if columns is not None:
+            have = set(pf.schema_arrow.names)
+            columns = [c for c in columns if c in have]
+        return pf.read(columns=columns, use_threads=False)
+
+    def read_rounds(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """Its rounds: the columns it recorded (a value in some row), `columns` of them when
+        given; a one-line FedbenchError when unreadable."""
+        try:
+            table = self.rounds_table(columns)
+        except Exception as e:
+            raise FedbenchError(
+                f"{self.rounds_path} is corrupt or truncated ({_first_line(e)}); rerun or "
+                f"delete {self.run_dir}"
+            ) from None
+        return recorded(table.to_pandas(use_threads=False))
+
+    @property
+    def shipped(self) -> bool:
+        return self.group is not None
 
     @property
     def run_id(self) -> str:
@@ -99,10 +133,10 @@ class RunRecord:
 
         out = []
         schema = self.meta.get("schema_version", 1)
-        if not isinstance(schema, int) or schema < SCHEMA_VERSION:
+        if not isinstance(schema, int) or schema < LOSSLESS_FROM:
             out.append(
                 f"an older fedbench ({self.meta.get('fedbench_version', '?')}, run.json schema "
-                f"{schema}; this build writes {SCHEMA_VERSION})"
+                f"{schema}; this build reads {LOSSLESS_FROM} to {SCHEMA_VERSION} without loss)"
             )
         elif schema > SCHEMA_VERSION:
             out.append(f"a newer fedbench (run.json schema {schema}; this build reads up to "
@@ -150,6 +184,9 @@ class RunIndex:
     Records from another fedbench version and folders that hold one run twice are listed in
     `notes` when a record is used; strict=True makes that an error.
     `prefix`: index only folders whose name starts with it (a run's own folders).
+    `shipped`: also the runs of the shipped store (fedbench.results.store; a Store, or True for
+    the default one), matched by identity and data fingerprint like local runs; where one run
+    is both shipped and local, the shipped record is used (tables read the same in any clone).
     """
 
     def __init__(
@@ -159,7 +196,11 @@ class RunIndex:
         must_exist: bool = True,
         strict: bool = False,
         prefix: str | None = None,
+        shipped=False,
     ):
+        from fedbench.results.store import default_store
+
+        self.store = default_store() if shipped is True else (shipped or None)
         self.results = Path(results)
         self.on_error, self.strict = on_error, strict
         self.problems: list[str] = []
@@ -171,8 +212,11 @@ class RunIndex:
         self._copies: dict[Path, list[Path]] = {}  # used folder -> other folders of one run
         self._multi_data: set[str] = set()  # keys with finished runs on different data
         self._unreadable: list[str] = []  # run folders whose config this build cannot hash
+        self._shipped_used: set[str] = set()  # run ids of shipped records used
+        if self.store is not None:
+            self._add_shipped()
         if not self.results.is_dir():
-            if must_exist:
+            if must_exist and not any(r.shipped for r in self.records()):
                 raise FedbenchError(
                     f"results directory {self.results} does not exist; "
                     "run fedbench sweep (or fedbench train) first, or pass --results"
@@ -204,6 +248,19 @@ class RunIndex:
                 f"cannot read, e.g. {self._unreadable[0]}; drop --strict to leave them out"
             )
 
+    def _add_shipped(self) -> None:
+        from fedbench.results.export import meta_from_row
+
+        for group, row in self.store.rows():
+            meta = meta_from_row(row)
+            rec = RunRecord(self.store.root / group / row["run_id"], meta, None, group, self.store)
+            try:
+                rec.key = config_key(meta["config"], rec.method_version)
+            except Exception as e:
+                self._unreadable.append(f"shipped {row['run_id']} ({_first_line(e)})")
+                continue
+            self.by_key.setdefault(rec.key, []).append(rec)
+
     def _problem(self, message: str) -> None:
         if self.on_error == "skip":
             self.problems.append(message)
@@ -226,7 +283,7 @@ class RunIndex:
         if not recs:
             return None
         finished = [r for r in recs if r.status in FINISHED]
-        rec = max(finished or recs, key=lambda r: r.ended)
+        rec = max(finished or recs, key=lambda r: (r.shipped, r.ended))
         self.use(rec, recs)
         return rec
 
@@ -257,10 +314,15 @@ class RunIndex:
             if rec.run_dir not in self._old[issue]:
                 self._old[issue].append(rec.run_dir)
         same_key = same_key if same_key is not None else self.by_key.get(rec.key, [])
+        if rec.shipped:
+            self._shipped_used.add(rec.run_id)
         copies = [
             r.run_dir
             for r in same_key
-            if r is not rec and r.fingerprint == rec.fingerprint and r.status == rec.status
+            if r is not rec
+            and not (r.shipped or rec.shipped)  # a shipped run also here is not a copy to note
+            and r.fingerprint == rec.fingerprint
+            and r.status == rec.status
         ]
         if copies:
             self._copies[rec.run_dir] = copies
@@ -300,6 +362,11 @@ class RunIndex:
                 f"note: {len(self._unreadable)} run(s) left out: their config cannot be read by "
                 f"this fedbench, e.g. {self._unreadable[0]}; --strict refuses them"
             )
+        if self._shipped_used:
+            out.append(
+                f"note: {len(self._shipped_used)} run(s) used here are shipped runs (the store in "
+                "results/shipped, read-only; fedbench publish adds to it)"
+            )
         if self._multi_data:
             out.append(
                 f"note: {len(self._multi_data)} config(s) have finished runs on different data "
@@ -311,6 +378,8 @@ class RunIndex:
     def rounds_ok(self, rec: RunRecord, report: bool = False) -> bool:
         """Whether rounds.parquet is there, its footer reads (cheap: metadata only) and it
         has the rows run.json says; report=True sends what is wrong through on_error."""
+        if rec.shipped:  # checked when published
+            return True
         if rec.run_dir not in self._valid:
             self._valid[rec.run_dir] = self._rounds_problem(rec)
         why = self._valid[rec.run_dir]
@@ -343,17 +412,16 @@ class RunIndex:
         return None
 
     def rounds(self, rec: RunRecord, columns: list[str] | None = None) -> pd.DataFrame | None:
-        """The rounds of a run (only `columns` that exist, when given); None if unreadable
-        and on_error is skip."""
-        import pyarrow.parquet as pq
+        """The rounds of a run: the columns it recorded (a value in some row), only `columns`
+        of them when given; None if unreadable and on_error is skip."""
+        table = self.rounds_table(rec, columns)
+        return None if table is None else recorded(table.to_pandas(use_threads=False))
 
+    def rounds_table(self, rec: RunRecord, columns: list[str] | None = None):
+        """The rounds of a run as stored (a pyarrow Table: the file's columns, or the store's);
+        None if unreadable and on_error is skip."""
         try:
-            meta = self._meta.get(rec.run_dir) or pq.read_metadata(rec.rounds_path)
-            if columns is not None:
-                have = set(meta.schema.names)
-                columns = [c for c in columns if c in have]
-            pf = pq.ParquetFile(rec.rounds_path, metadata=meta)
-            return pf.read(columns=columns, use_threads=False).to_pandas(use_threads=False)
+            return rec.rounds_table(columns, self._meta.get(rec.run_dir))
         except Exception as e:
             self._problem(
                 f"{rec.rounds_path} is corrupt or truncated ({_first_line(e)}); "

@@ -15,11 +15,12 @@ from typing import Any
 import pandas as pd
 
 from fedbench.errors import FedbenchError
+from fedbench.results.schema import (  # noqa: F401 (their home before schema.py)
+    SCHEMA_VERSION,
+    SUMMARY_KEYS,
+)
 
 STATUSES = ("running", "complete", "diverged", "failed")
-# run.json's layout. 1: before it was recorded; 2: schema_version, method_version, rows,
-# data.fingerprint, strict JSON (null for non-finite numbers).
-SCHEMA_VERSION = 2
 
 
 def summarize(rounds: pd.DataFrame, target: float | None) -> dict[str, Any]:
@@ -53,6 +54,19 @@ def _last(rounds: pd.DataFrame, col: str) -> float:
         return math.nan
     vals = rounds[col].dropna()
     return float(vals.iloc[-1]) if len(vals) else math.nan
+
+
+def write_rounds(path: Path, table) -> None:
+    """rounds.parquet, atomically (a pyarrow table in the schema of fedbench.results.schema)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from fedbench.atomic import atomic_write_bytes
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
@@ -107,18 +121,6 @@ def run_dirs(results: Path) -> list[Path]:
     )
 
 
-SUMMARY_KEYS = (
-    "rounds_run",
-    "best_acc",
-    "final_acc",
-    "mean_round_seconds",
-    "total_seconds",
-    "final_train_loss",
-    "final_local_loss",
-    "target_acc",
-    "rounds_to_target",
-    "seconds_to_target",
-)
 
 
 def _first_line(e: BaseException) -> str:

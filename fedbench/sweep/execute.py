@@ -47,11 +47,16 @@ def execute_run(
     that it crosses process and Ray boundaries."""
     import dataclasses
 
+    from fedbench import plugins
     from fedbench.config import config_from_dict
     from fedbench.results.locks import RunBusy
     from fedbench.training.runner import RunExists, train
 
     t0 = time.perf_counter()
+    try:  # a worker process or Ray task: the sweep's plugins (FEDBENCH_PLUGINS)
+        plugins.load_all()
+    except FedbenchError as e:
+        return dataclasses.asdict(Outcome(run_id(config_from_dict(cfg_dict)), "failed", str(e)))
     cfg = config_from_dict(cfg_dict)
     from fedbench.training import threads as thread_policy
 
@@ -354,13 +359,13 @@ class RayExecutor:
             raise FedbenchError("--executor ray needs Ray: pip install 'fedbench[ray]'") from None
         if not ray.is_initialized():
             import fedbench
+            from fedbench.plugins import ENV
 
+            env = {"py_modules": [os.path.dirname(fedbench.__file__)]}
+            if os.environ.get(ENV):  # the tasks load the sweep's plugins (at the same paths)
+                env["env_vars"] = {ENV: os.environ[ENV]}
             try:
-                ray.init(
-                    address=self.address or "auto",
-                    runtime_env={"py_modules": [os.path.dirname(fedbench.__file__)]},
-                    log_to_driver=False,
-                )
+                ray.init(address=self.address or "auto", runtime_env=env, log_to_driver=False)
             except ConnectionError as e:
                 raise FedbenchError(
                     f"no Ray cluster at {self.address or 'auto'} ({e}); start one "

@@ -200,15 +200,16 @@ def _grid_values(key: str, v: Any) -> list:
     return values
 
 
-def table_configs(spec, selection) -> tuple[list[RunConfig], dict[str, int]]:
-    """The configs a paper table needs (every seed of every runs cell), and the cells that
-    cannot be built here with why (e.g. a method this build lacks)."""
+def table_configs(spec, selection, rows=None) -> tuple[list[RunConfig], dict[str, int]]:
+    """The configs a paper table needs (every seed of every runs cell; with `rows`, of those
+    rows only: `sweep --add-method` trains the added rows), and the cells that cannot be built
+    here with why (e.g. a method this build lacks)."""
     from fedbench.tables import cell_config
 
     configs: list[RunConfig] = []
     unavailable: dict[str, int] = {}
     for cell in spec.cells(selection.dataset):
-        if cell.kind != "runs":
+        if cell.kind != "runs" or (rows is not None and cell.row not in rows):
             continue
         seeds = cell.seeds or (selection.seeds if selection.seeds is not None else spec.seeds)
         try:

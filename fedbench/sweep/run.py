@@ -127,12 +127,14 @@ def summary_table(report: SweepReport, limit: int = 40):
     if len(outs) > limit:
         outs = [o for o in outs if o.status not in ("complete", "done")]
     table = Table(title="runs of this sweep" if outs is report.outcomes else "runs not complete")
-    for col in ("run", "status", "best acc", "rounds to target", "wall s", "error"):
+    shown, values = _varying(report.plan.todo, [o.run_id for o in outs])
+    for col in ("run", *shown, "status", "best acc", "rounds to target", "wall s", "error"):
         table.add_column(col, justify="right" if col in ("best acc", "wall s") else "left")
     for o in outs:
         s = o.summary or {}
         table.add_row(
             o.run_id,
+            *values.get(o.run_id, [""] * len(shown)),
             o.status,
             fmt_cell(s.get("best_acc")),
             fmt_cell(s.get("rounds_to_target")),
@@ -140,6 +142,23 @@ def summary_table(report: SweepReport, limit: int = 40):
             o.error or "",
         )
     return table
+
+
+def _varying(todo: list[RunConfig], ids: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The config fields and method parameters that differ among these runs (by run id), and
+    each run's values of them, as text: what tells the closing table's rows apart."""
+    from fedbench.run_filter import run_fields, varying_fields
+
+    by_id = {run_id(cfg): {"config": cfg.to_dict()} for cfg in todo}
+    metas = [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+    shown = varying_fields(metas, always=("method", "seed", "dataset"))
+    values = {}
+    for rid in dict.fromkeys(ids):
+        if rid not in by_id:
+            continue
+        fields = run_fields(by_id[rid])
+        values[rid] = ["–" if fields.get(k) is None else f"{fields[k]}" for k in shown]
+    return shown, values
 
 
 def recheck_busy(report: SweepReport, results: Path | str) -> None:

@@ -27,14 +27,29 @@ def one_dataset(spec, dataset: str | None) -> str:
     )
 
 
-def load_fit(results: str | Path, table: str, dataset: str) -> dict:
+def fit_path(results: str | Path, table: str, dataset: str) -> tuple[Path, str]:
+    """(the fit's file, how to name it in a table's header): the results folder's own fit, else
+    the shipped store's (fedbench.results.store), else the local path (missing)."""
     path = calibration_path(results, table, dataset)
+    if path.is_file():
+        return path, str(path)
+    from fedbench.results.store import CALIBRATION, default_store
+
+    shipped = default_store().calibration(table, dataset)
+    if shipped is not None:  # named alike on every machine: table files stay byte-equal
+        return shipped, f"shipped store: {CALIBRATION}/{shipped.name}"
+    return path, str(path)
+
+
+def load_fit(results: str | Path, table: str, dataset: str) -> dict:
+    path, _ = fit_path(results, table, dataset)
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
         raise FedbenchError(
-            f"no calibration of table {table} on {dataset} in {path.parent}; run first: "
-            f"fedbench calibrate --table {table} --dataset {dataset} --anchor METHOD --param lr"
+            f"no calibration of table {table} on {dataset} in {path.parent} or the shipped store; "
+            f"run first: fedbench calibrate --table {table} --dataset {dataset} --anchor METHOD "
+            "--param lr"
         ) from None
     except ValueError as e:
         raise FedbenchError(f"{path} is corrupt ({e}); calibrate again") from None
@@ -59,7 +74,7 @@ def calibrated_selection(spec, sel):
         f"calibrated: {param} = {value:g}, fitted so that {where}{a['row']} / {a['col']} "
         f"= {fit['achieved']:g} (paper {fit['target']:g}) on {dataset}, seeds "
         f"{','.join(map(str, fit['seeds']))}, {fit['runs_spent']} runs; "
-        f"every other cell is a prediction ({calibration_path(sel.results, source, dataset)})"
+        f"every other cell is a prediction ({fit_path(sel.results, source, dataset)[1]})"
     )
     fitted = replace(sel, dataset=dataset, preset=preset, sets=sets, calibrated_from=sel)
     return fitted, line

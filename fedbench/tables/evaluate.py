@@ -133,15 +133,18 @@ def evaluate_table(
     spread: str | None = None,
     strict: bool = False,
     index: RunIndex | None = None,
+    shipped=True,
 ) -> TableResult:
-    """Match the spec's cells to the runs under `results` (or in `index`, read once for many
-    tables) and reduce them."""
+    """Match the spec's cells to the runs under `results` and in the shipped store (or in
+    `index`, read once for many tables) and reduce them."""
     sel = selection or Selection(results=str(results))
     spread = spread or spec.spread
     cells = spec.cells(sel.dataset)
     needs_runs = any(c.kind == "runs" for c in cells)
     if index is None:
-        index = RunIndex(results, on_error=on_error, must_exist=needs_runs, strict=strict)
+        index = RunIndex(
+            results, on_error=on_error, must_exist=needs_runs, strict=strict, shipped=shipped
+        )
     out = TableResult(spec, sel, spread, [CellResult(c) for c in cells])
     data_cache: dict = {}
     for res in out.cells:

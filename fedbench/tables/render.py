@@ -4,7 +4,7 @@ runs summary) and evaluated paper tables."""
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -40,19 +40,92 @@ def fmt_cell(v) -> str:
 
 
 def header_lines(command: str, device: str | None = None, date: str | None = None) -> list[str]:
-    date = date or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"made by: {command}", f"fedbench {fedbench.__version__}, {date}"]
+    """The head of a written table: the command, the fedbench version and the device. No date
+    unless given: a table regenerated from the same runs is the same bytes."""
+    version = f"fedbench {fedbench.__version__}" + (f", {date}" if date else "")
+    lines = [f"made by: {command}", version]
     if device:
         lines.append(f"device: {device}")
     return lines
+
+
+def runs_line(records) -> str:
+    """Which runs a file was made from, as a digest of their identities and end times: the line
+    changes when (and only when) the runs do."""
+    import hashlib
+
+    keys = sorted(
+        "|".join(str(x) for x in (r.run_id, r.key, r.fingerprint, r.status, r.ended))
+        for r in records
+    )
+    digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+    shipped = sum(r.shipped for r in records)
+    where = f", {shipped} of them shipped (results/shipped)" if shipped else ""
+    return f"runs: {len(keys)}{where}; digest {digest}"
+
+
+# ---------------------------------------------------------------- writing files
+
+SIDECAR = ".json"  # a csv's metadata beside it: NAME.csv -> NAME.csv.json
+
+
+def file_run_count(path: Path) -> int | None:
+    """How many runs a written table says it was made from (its compute line; a csv's is in its
+    sidecar); None: no such file or line."""
+    import json
+    import re
+
+    try:
+        if path.suffix == ".csv":
+            head = json.loads(Path(f"{path}{SIDECAR}").read_text()).get("header", [])
+        else:
+            head = path.read_text(errors="replace").splitlines()[:12]
+    except (OSError, ValueError, AttributeError):
+        return None
+    for line in head:
+        m = re.search(r"compute: (\d+) runs", str(line))
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def write_guarded(path: Path, text: str, runs: int | None, sidecar: dict | None = None) -> bool:
+    """Write a table file unless that would replace one made from more runs (a FedbenchError
+    says why); the same bytes are not rewritten. Returns whether the file changed."""
+    import json
+
+    from fedbench.atomic import atomic_write_bytes
+    from fedbench.errors import FedbenchError
+
+    old = file_run_count(path) if path.exists() else None
+    if old is not None and runs is not None and runs < old:
+        raise FedbenchError(
+            f"{path} was made from {old} runs, this one from {runs}: not replaced (the others are "
+            "not in the results folder or the shipped store; run the fill-in sweep, write "
+            "elsewhere with --out DIR, or delete the file first)"
+        )
+    files = {path: text}
+    if sidecar is not None:
+        files[Path(f"{path}{SIDECAR}")] = json.dumps(sidecar, indent=1) + "\n"
+    changed = False
+    for p, body in files.items():
+        if not (p.is_file() and p.read_bytes() == body.encode()):
+            atomic_write_bytes(p, body.encode())
+            changed = True
+    return changed
+
+
+def csv_sidecar(header: list[str], notes: list[str] = (), claims: list[str] = ()) -> dict:
+    """A csv's metadata (beside it, NAME.csv.json), so that the csv holds only data."""
+    return {"header": list(header), "notes": list(notes), "claims": list(claims)}
 
 
 def render_file(df: pd.DataFrame, fmt: str, header: list[str]) -> str:
     from tabulate import tabulate
 
     shown = df.map(fmt_cell) if hasattr(df, "map") else df.applymap(fmt_cell)
-    if fmt == "csv":
-        return "".join(f"# {h}\n" for h in header) + df.to_csv(index=False)
+    if fmt == "csv":  # data only: the header goes beside it (csv_sidecar)
+        return df.to_csv(index=False)
     if fmt == "md":
         body = tabulate(shown, headers="keys", tablefmt="github", showindex=False)
         return "".join(f"<!-- {h} -->\n" for h in header) + body + "\n"
@@ -66,7 +139,8 @@ def write_table(df: pd.DataFrame, name: str, fmt: str, out_dir: Path, header: li
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.{ext}"
-    path.write_text(render_file(df, fmt, header))
+    sidecar = csv_sidecar(header) if fmt == "csv" else None
+    write_guarded(path, render_file(df, fmt, header), None, sidecar)
     return path
 
 
@@ -227,13 +301,13 @@ def render_paper_table(result: TableResult, fmt: str, header: list[str]) -> str:
             + f"% {title}\n{body}\n"
             + "".join(f"% {n}\n" for n in [*notes, *claims])
         )
-    if fmt == "csv":  # claims as trailing comment lines: read_csv(comment="#") skips them
-        return (
-            "".join(f"# {h}\n" for h in header)
-            + long_frame(result).to_csv(index=False)
-            + "".join(f"# {n}\n" for n in claims)
-        )
+    if fmt == "csv":  # data only: header, notes and claims go beside it (paper_table_sidecar)
+        return long_frame(result).to_csv(index=False)
     raise ValueError(fmt)
+
+
+def paper_table_sidecar(result: TableResult, header: list[str]) -> dict:
+    return csv_sidecar(header, table_notes(result), claim_lines(result))
 
 
 def _md_claims(lines: list[str]) -> str:
@@ -292,5 +366,10 @@ def rich_paper_table(result: TableResult):
 
 
 def table_file_name(result: TableResult) -> str:
+    """NAME[_DATASET], plus each added method (`_plus_fedavg_l1_lam0.1`): a table with rows
+    added never writes over the paper table's file."""
     ds = result.selection.dataset
-    return result.spec.name + (f"_{ds}" if ds else "")
+    added = "".join(
+        "_plus_" + re.sub(r"[^\w.-]+", "_", a.replace("=", "")) for a in result.selection.additions
+    )
+    return result.spec.name + (f"_{ds}" if ds else "") + added

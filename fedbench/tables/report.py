@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fedbench.errors import FedbenchError
 from fedbench.tables.evaluate import evaluate_table
-from fedbench.tables.render import header_lines
+from fedbench.tables.render import header_lines, write_guarded
 from fedbench.tables.result import Selection, TableResult
 from fedbench.tables.spec import TABLES, TableSpec, cell_config
 from fedbench.tables.verdicts import claim_lines, claims_summary
@@ -241,7 +241,7 @@ def _join(values) -> str:
 def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail") -> list[Entry]:
     from fedbench.results import RunIndex
 
-    index = RunIndex(results, on_error=on_error)  # read once for every table
+    index = RunIndex(results, on_error=on_error, must_exist=False, shipped=True)  # once for all
     entries = []
     for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
         fit_line = None
@@ -320,7 +320,9 @@ def render_report(
     missing: list[str] = (),
     file_entries: list[FileEntry] = (),
 ) -> str:
-    lines = [f"<!-- {h} -->" for h in header_lines(command, date=date)]
+    runs = report_run_count(entries, file_entries)
+    head = [*header_lines(command, date=date), f"compute: {runs} runs summed over its tables"]
+    lines = [f"<!-- {h} -->" for h in head]
     lines += [
         "# Paper tables: verdicts and scale",
         "",
@@ -363,6 +365,15 @@ def render_report(
             *missing,
         ]
     return "\n".join(lines) + "\n"
+
+
+def report_run_count(entries: list[Entry], file_entries: list[FileEntry] = ()) -> int:
+    """The runs a report stands on: each table's runs (read here, or as its file says)."""
+    from_files = 0
+    for f in file_entries:
+        words = f.header.get("compute", "").split()
+        from_files += int(words[0]) if words and words[0].isdigit() else 0
+    return sum(e.result.run_count() for e in entries) + from_files
 
 
 def _section(e: Entry) -> list[str]:
@@ -430,5 +441,6 @@ def write_report(
     path = Path(tables_dir) / "REPORT.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     missing = not_here(entries, tables_dir, file_entries)
-    path.write_text(render_report(entries, cmd, date, missing, file_entries))
+    text = render_report(entries, cmd, date, missing, file_entries)
+    write_guarded(path, text, report_run_count(entries, file_entries))
     return path, entries, file_entries

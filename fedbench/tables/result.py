@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fedbench.tables.additions import ADDED
 from fedbench.tables.claims import Claim, Verdict
 from fedbench.tables.paper_values import PaperValue
 
@@ -26,11 +27,15 @@ class Selection:
     results: str = "results"
     # the user's selection when this one is at a calibrated value: commands echo it + --calibrated
     calibrated_from: Selection | None = None
+    # rows the user adds (--add-method texts, fedbench.tables.additions) and the plugins loaded
+    additions: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
 
     def options(self) -> str:
         if self.calibrated_from is not None:
             return " ".join(x for x in (self.calibrated_from.options(), "--calibrated") if x)
-        out = []
+        out = [f"--plugin {shlex.quote(p)}" for p in self.plugins]
+        out += [f"--add-method {shlex.quote(a)}" for a in self.additions]
         if self.preset:
             out.append(f"--preset {self.preset}")
         if self.seeds is not None:
@@ -89,16 +94,23 @@ class TableResult:
 
     @property
     def missing_datasets(self) -> list[str]:
-        seen: list[str] = []
-        for c in self.cells:
-            if c.status in ("missing", "partial") and c.cell.kind == "runs":
-                if c.cell.dataset not in seen:
-                    seen.append(c.cell.dataset)
-        return seen
+        return list(dict.fromkeys(ds for ds, _ in self._missing()))
+
+    def _missing(self) -> list[tuple[str, bool]]:
+        """(dataset, whether the row is an added one) of each cell with runs missing."""
+        return [
+            (c.cell.dataset, c.cell.row.endswith(ADDED))
+            for c in self.cells
+            if c.status in ("missing", "partial") and c.cell.kind == "runs"
+        ]
 
     def _records(self) -> dict:
         """The table's distinct runs (cells may share one), by run id."""
         return {rec.meta.get("run_id", id(rec)): rec for c in self.cells for _, rec in c.records}
+
+    def used_records(self) -> list:
+        """The RunRecords the table was made from, one per run."""
+        return list(self._records().values())
 
     def run_count(self) -> int:
         return len(self._records())
@@ -121,11 +133,17 @@ class TableResult:
         return f"compute: {len(seen)} runs, {total / 60:.1f} min of run wall time (summed)"
 
     def fill_commands(self) -> list[str]:
-        opts = self.selection.options()
-        return [
-            f"fedbench sweep --table {self.spec.name} --dataset {ds}" + (f" {opts}" if opts else "")
-            for ds in self.missing_datasets
-        ]
+        """The sweeps that fill the missing cells: the paper's rows without --add-method
+        (a sweep with it trains the added rows only), the added rows with it."""
+        out = []
+        for ds, added in dict.fromkeys(self._missing()):
+            sel = self.selection if added else _without_additions(self.selection)
+            opts = sel.options()
+            out.append(
+                f"fedbench sweep --table {self.spec.name} --dataset {ds}"
+                + (f" {opts}" if opts else "")
+            )
+        return list(dict.fromkeys(out))
 
     def unavailable(self) -> dict[str, int]:
         reasons: dict[str, int] = {}
@@ -133,6 +151,13 @@ class TableResult:
             if c.status == "unavailable":
                 reasons[c.note] = reasons.get(c.note, 0) + 1
         return reasons
+
+
+def _without_additions(sel: Selection) -> Selection:
+    from dataclasses import replace
+
+    base = sel.calibrated_from and _without_additions(sel.calibrated_from)
+    return replace(sel, additions=(), calibrated_from=base)
 
 
 @dataclass

@@ -30,15 +30,12 @@ from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
 from fedbench.devices import generator, resolve_device, synchronize
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
-from fedbench.methods.base import LinearStep
+from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
 from fedbench.training import evaluation, fastpath, threads
 from fedbench.training import plan as planning
 from fedbench.training import stack as stacking
 from fedbench.training.plan import RoundPlan
-
-# the ways a round's local training runs (Engine.round_path picks one, by what it may skip)
-ROUND_PATHS = ("compiled", "window", "fused", "stepwise")
 
 
 class Engine:
@@ -70,6 +67,7 @@ class Engine:
                 client_sizes=self.sizes.to(self.device, self.dtype),
             )
         )
+        self.method.init(self.w)  # state that starts from w^0 (a checkpoint replaces it)
 
     # ------------------------------------------------------------------ planning
     def plan_round(self, r: int) -> RoundPlan:
@@ -116,7 +114,7 @@ class Engine:
         """Run every device of `plan` from `start` ([D] or [K, D]) as one batched computation;
         models with buffers start from `start_buffers` ([Db] or [K, Db], default: the global
         buffers) and each device's final buffers come back in the result. The round goes
-        through one of ROUND_PATHS (round_path says which)."""
+        through one of the round paths (methods.base.ROUND_PATHS; round_path says which)."""
         k = plan.k
         w = start.expand(k, -1).clone() if start.dim() == 1 else start.clone()
         buf = None
@@ -128,18 +126,18 @@ class Engine:
         return getattr(self, f"_round_{path}")(ctx, plan, w, local, buf, step)
 
     def round_path(self, step: LinearStep | None, w: torch.Tensor, buf) -> str:
-        """Which of ROUND_PATHS trains a round whose local step is `step` (the method's
-        LinearStep or None). The first three run a declared linear step without calling the
-        method; "stepwise" calls local_step at every step (any method, ~14x slower for a small
-        model: one autograd pass and a Python call per step)."""
+        """Which of methods.base.ROUND_PATHS trains a round whose local step is `step` (the
+        method's LinearStep or None): the fastest of step_paths(step) that this model and config
+        allow. The first three run a declared linear step without calling the method;
+        "stepwise" calls local_step at every step (any method; ~20x slower than compiled on the
+        default run: an autograd pass and a Python call per step, benchmarks/round_paths.py)."""
         if fastpath.eligible(self, step, w):
             return "compiled"
-        cfg = self.cfg
-        linear = step is not None and step.scale > 0 and not cfg.momentum
-        linear = linear and cfg.grad_clip is None
+        paths, cfg = step_paths(step), self.cfg
+        linear = "window" in paths and not cfg.momentum and cfg.grad_clip is None
         if linear and buf is None and self.model.step_window > 1:
             return "window"
-        return "fused" if linear and step.plain else "stepwise"
+        return "fused" if linear and "fused" in paths else "stepwise"
 
     def _round_compiled(self, ctx, plan, w, local, buf, step) -> LocalResult:
         """fastpath.py: one compiled loop over the round's devices and steps."""
@@ -330,6 +328,7 @@ class Engine:
                 res = self.stack.train_local(self, ctx, plan, local)
             else:
                 res = self.train_local(ctx, plan, self.w, local)
+            res = self.method.client_final(ctx, res)
             new_w, extra = self.method.aggregate(ctx, res)
             self.w = new_w.detach()
             self.buffers = evaluation.merged_buffers(self.buffers, ctx, res)

@@ -69,13 +69,15 @@ def check_not_done(
         )
 
 
-def rounds_frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows to a frame; per-round fields a row lacks (round 0, skipped evaluations) become
-    None in object columns (Parquet list columns reject NaN) and NaN in numeric ones."""
-    df = pd.DataFrame(rows)
-    for col in df.columns[df.dtypes.map(lambda t: t.kind == "O")]:
-        df[col] = df[col].astype(object).where(df[col].notna(), None)
-    return df
+def write_rounds(run_dir: Path, rows: list[dict], run_id: str):
+    """rounds.parquet in the one schema of every run (fedbench.results.schema: run_id, the
+    common columns, every method's record fields, null where a row lacks a field)."""
+    from fedbench.results.records import write_rounds as write
+    from fedbench.results.schema import rounds_table
+
+    table = rounds_table(rows, run_id)
+    write(run_dir / "rounds.parquet", table)
+    return table
 
 
 def train(
@@ -122,20 +124,37 @@ def train(
 def _start_meta(cfg: RunConfig) -> dict:
     from fedbench.identity import method_version
     from fedbench.results import SCHEMA_VERSION
+    from fedbench.results.schema import normalise_meta
 
-    return {
+    return normalise_meta({
         "schema_version": SCHEMA_VERSION,
         "run_id": identity.run_id(cfg),
         "config": cfg.to_dict(),
         "config_hash": identity.config_hash(cfg),
         "method_version": method_version(cfg.method),
+        "plugins": plugin_records(cfg),
         "status": "running",
         "fedbench_version": fedbench.__version__,
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "host": platform.node(),
         "started": _now(),
-    }
+    })  # fmt: skip
+
+
+def plugin_records(cfg: RunConfig) -> list[dict]:
+    """The plugins (file, SHA-256) that implement this run's method, dataset or model; empty
+    for a run of built-in names (fedbench.plugins)."""
+    from fedbench import plugins
+    from fedbench.data.registry import DATASETS
+    from fedbench.methods import METHODS
+    from fedbench.models.registry import MODELS
+
+    if not plugins.LOADED:
+        return []
+    found = [METHODS.get(cfg.method), getattr(DATASETS.get(cfg.dataset), "load", None),
+             MODELS.get(cfg.model)]  # fmt: skip
+    return plugins.records_for(getattr(x, "__module__", None) for x in found)
 
 
 # ---------------------------------------------------------------- where a run is written
@@ -267,6 +286,7 @@ def _train_claimed(
 ) -> tuple[dict, pd.DataFrame]:
     torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
     overwriting = _finished_meta(final) is not None
+    meta["run_id"] = final.name  # <run_id>-d<fingerprint> for a second run on other data
     run_dir = _aside(final) if overwriting else final
     run_dir.mkdir(parents=True, exist_ok=True)
     _clean_run_dir(run_dir)
@@ -281,9 +301,8 @@ def _train_claimed(
     return meta, df
 
 
-def _rounds(
-    cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, on_round: Callable[[dict], None]
-) -> tuple[dict, pd.DataFrame]:
+def _start_records(eng: Engine, meta: dict, run_dir: Path) -> None:
+    """run.json with what the engine knows (device, data, model), and partition.parquet."""
     meta.update(
         device=str(eng.device),
         device_name=device_name(eng.device),
@@ -307,6 +326,13 @@ def _rounds(
         ),
     )
 
+
+def _rounds(
+    cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, on_round: Callable[[dict], None]
+) -> tuple[dict, pd.DataFrame]:
+    from fedbench.results.schema import rounds_table
+
+    _start_records(eng, meta, run_dir)
     rows: list[dict] = []
     first = {
         "round": 0,
@@ -335,6 +361,8 @@ def _rounds(
             if r % cfg.eval_every == 0 or r == cfg.rounds:
                 rec.update(eng.eval_record())
             rows.append(rec)
+            if r == 1:  # a field no method declares stops the run now, not at its end
+                rounds_table(rows, meta["run_id"])
             on_round(rec)
             if diverged(rec, base, eng.w):
                 meta["status"] = "diverged"
@@ -344,7 +372,7 @@ def _rounds(
                 meta["stopped_at_target"] = r
                 break
             if time.monotonic() - last_flush > FLUSH_SECONDS:
-                atomic_write_parquet(run_dir / "rounds.parquet", rounds_frame(rows))
+                write_rounds(run_dir, rows, meta["run_id"])
                 last_flush = time.monotonic()
         else:
             meta["status"] = "complete"
@@ -353,8 +381,7 @@ def _rounds(
         meta["error"] = _error_line(e)
         raise
     finally:
-        df = rounds_frame(rows)
-        atomic_write_parquet(run_dir / "rounds.parquet", df)
+        df = write_rounds(run_dir, rows, meta["run_id"]).to_pandas()
         meta["ended"] = _now()
         meta["rows"] = len(df)
         meta["summary"] = summarize(df, cfg.target_acc)

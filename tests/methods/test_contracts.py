@@ -2,7 +2,8 @@
 checked without editing this file): help for every parameter, one-line errors for bad values,
 2 rounds on a tiny run, state that round-trips through state_dict, and FedAvg at the parameter
 values it declares (reduces_to_fedavg). Then the registration checks (the method/config
-namespace), the server step (FedAvgM by hand) and the narrow engine interface (ctx.services)."""
+namespace) and the narrow engine interface (ctx.services); the server step is
+tests/methods/test_server_opt.py."""
 
 import copy
 import dataclasses
@@ -11,7 +12,7 @@ import math
 
 import pytest
 import torch
-from conftest import quadratic_data, tiny_config, tiny_data
+from conftest import tiny_config, tiny_data
 
 from fedbench.assembly import apply_overrides, validate_config
 from fedbench.errors import FedbenchError
@@ -27,7 +28,6 @@ from fedbench.methods import (
     register,
     weighted_mean,
 )
-from fedbench.methods.base import SERVER_MOMENTUM
 from fedbench.training.engine import Engine
 
 ALL = list(METHODS)
@@ -126,17 +126,34 @@ def test_two_rounds_run(method):
     assert torch.isfinite(eng.w).all()
 
 
+def server_settings(method, params) -> dict:
+    """A server optimizer with state (FedAdam at the defaults, else FedAvgM) where the method
+    accepts one (its check_config may refuse, e.g. a method with its own server momentum):
+    the round trip then covers the server optimizer's state too."""
+    if params:
+        return {}
+    server = {"server_opt": "adam"} if method in ("fedavg", "fedprox") else {"server_momentum": 0.5}
+    try:
+        validate_config(tiny_config(method=method, **server))
+    except FedbenchError:
+        return {}
+    return server
+
+
 @pytest.mark.parametrize("method,params", ROUND_TRIP)
 def test_state_round_trips(method, params):
     """Save after 2 rounds, load into a fresh method: round 3 is the same, bit for bit. The
-    defaults run with server momentum, so its buffer is part of every method's state."""
-    momentum = 0.0 if params else 0.5
-    a, b = (engine(method, params, server_momentum=momentum) for _ in range(2))
+    defaults run with a server optimizer that keeps state where the method accepts one, so its
+    buffers are part of the method's state."""
+    server = server_settings(method, params)
+    a, b = (engine(method, params, **server) for _ in range(2))
     a.run_round(1)
     a.run_round(2)
     state = a.method.state_dict()
     declared = {s.name for s in METHODS[method].state}
-    assert set(state) == declared | ({SERVER_MOMENTUM.name} if momentum else set())
+    server_state = {"server_m", "server_v"} if "server_opt" in server else set()
+    server_state |= {"server_m"} if "server_momentum" in server else set()
+    assert set(state) == declared | server_state
     saved = copy.deepcopy(state)
     b.w, b.buffers = a.w.clone(), a.buffers.clone()
     b.method.load_state_dict(state)
@@ -215,76 +232,6 @@ def test_set_keys_reach_config_or_method():
     assert cfg.method_params == {"mu": 0.3, "adaptive": True}
     assert cfg.stragglers == 0.2 and cfg.server_momentum == 0.9
     validate_config(cfg)
-
-
-# ---------------------------------------------------------------- the server step
-
-
-def local_gd(w, a, b, steps, lr):
-    """Local GD on a w^2 + b w in closed form: x* + (1 - 2 a lr)^S (w - x*), x* = -b / 2a."""
-    x_star = -b / (2 * a)
-    return x_star + (1 - 2 * a * lr) ** steps * (w - x_star)
-
-
-@pytest.mark.parametrize("server_lr,beta", [(1.0, 0.9), (0.5, 0.9), (1.5, 0.0)])
-def test_fedavgm_by_hand(server_lr, beta):
-    """FedAvgM (Hsu et al. 2019) is FedAvg with --set server_momentum=0.9: three rounds on three
-    quadratics, all devices every round, p_i = 1/3: m <- beta m + (avg - w), w <- w + eta m."""
-    coeffs, steps, lr = [(1.0, -2.0), (0.5, 1.0), (0.25, 0.5)], 3, 0.1
-    cfg = tiny_config(
-        model="quadratic",
-        num_clients=3,
-        clients_per_round=3,
-        local_steps=steps,
-        batch_size=1,
-        lr=lr,
-    )
-    cfg = apply_overrides(cfg, {"server_momentum": str(beta), "server_lr": str(server_lr)})
-    eng = Engine(validate_config(cfg), data=quadratic_data(coeffs))
-    w, m = 10.0, 0.0
-    for r in (1, 2, 3):
-        eng.run_round(r)
-        avg = sum(local_gd(w, a, b, steps, lr) for a, b in coeffs) / 3
-        m = beta * m + (avg - w)
-        w = w + server_lr * m
-        assert abs(float(eng.w) - w) < 1e-12, (r, float(eng.w), w)
-
-
-def test_server_lr_is_the_papers_eta_g():
-    """PFL's eta_g and FedAvg with server_lr are one step, bit for bit."""
-    data = tiny_data()
-    a = Engine(tiny_config(method="pfl", method_params={"eta_g": 1.5}), data=data)
-    b = Engine(tiny_config(method="fedavg", server_lr=1.5), data=data)
-    for r in (1, 2):
-        a.run_round(r)
-        b.run_round(r)
-    assert torch.equal(a.w, b.w)
-
-
-def test_default_server_step_returns_the_methods_aggregate():
-    m = build_method("fedavg", {})
-    w = torch.randn(3, 4, dtype=torch.float64)
-    p = torch.full((3,), 1 / 3, dtype=torch.float64)
-    ctx = RoundContext(1, 0.1, torch.zeros(4), torch.arange(3), p, None, None, None, p, None, None)
-    agg, _ = m.combine(ctx, LocalResult(w=w, global_w=ctx.global_w))
-    assert torch.equal(m.server_step(ctx, agg), agg)
-
-
-@pytest.mark.parametrize(
-    "method,params,overrides,message",
-    [
-        ("scaffold", {"eta_g": 0.5}, {"server_lr": 2.0}, "eta_g and server_lr both set"),
-        ("mimelite", {"eta_s": 0.5}, {"server_lr": 2.0}, "eta_s and server_lr both set"),
-        ("fednova", {"gmf": 0.5}, {"server_momentum": 0.9}, "gmf and server_momentum"),
-        ("fedavg", {}, {"server_lr": 0.0}, "server_lr must be > 0"),
-        ("fedavg", {}, {"server_momentum": 1.0}, r"server_momentum must be in \[0, 1\)"),
-    ],
-)
-def test_server_step_settings_one_line_errors(method, params, overrides, message):
-    cfg = tiny_config(method=method, method_params=params, **overrides)
-    with pytest.raises(FedbenchError, match=message) as e:
-        validate_config(cfg)
-    assert "\n" not in str(e.value)
 
 
 # ---------------------------------------------------------------- engine services

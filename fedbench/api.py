@@ -1,0 +1,149 @@
+"""fedbench's Python API (re-exported as `fedbench.train` and `fedbench.load_runs`):
+
+    import fedbench
+
+    meta, rounds = fedbench.train(preset="fedprox-synthetic-1-1", method="fedprox", mu=0.1,
+                                  rounds=20, plugins=["my_method.py"])
+    runs, rounds = fedbench.load_runs("results", method="fedprox", where={"s": 0.5})
+
+`train` is `fedbench train` without the terminal: the same config layering (preset, TOML file,
+key=value overrides with the paper aliases and method parameters), validation, records in
+results/<run_id>/ and "already done" rule (a finished run of the same identity and data is
+returned as stored instead of being run again, unless overwrite=True). `load_runs` reads a
+results folder as two DataFrames: one row per run, and one row per run and round with its
+run_id. Neither needs the command line; `load_runs` never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fedbench.errors import FedbenchError
+
+
+def train(
+    config: Any = None,
+    *,
+    preset: str | None = None,
+    results: str | Path = "results",
+    overwrite: bool = False,
+    plugins: Iterable[str] = (),
+    threads: int | None = None,
+    **overrides: Any,
+):
+    """Run one config and return (run.json as a dict, rounds as a DataFrame).
+
+    config: a RunConfig, a dict of fields, or a TOML file's path (None: the preset alone);
+    preset: a named setting (`fedbench presets`); overrides: config fields, paper aliases
+    (N, K, E, B, P, s) or method parameters, as `--set` takes them (later layers win).
+    plugins: files or modules to load first (besides FEDBENCH_PLUGINS and entry points)."""
+    from fedbench import plugins as plugin_loader
+
+    plugin_loader.load_all(plugins)
+    cfg = _config(config, preset, overrides)
+    from fedbench.training import threads as thread_policy
+    from fedbench.training.runner import RunExists
+    from fedbench.training.runner import train as run_train
+
+    thread_policy.configure(threads)
+    try:
+        return run_train(cfg, Path(results), overwrite=overwrite)
+    except RunExists:
+        return _stored(cfg, Path(results))
+
+
+def _config(config: Any, preset: str | None, overrides: dict):
+    from fedbench.assembly import apply_overrides, build_config, validate_config
+    from fedbench.config import RunConfig
+
+    if isinstance(config, RunConfig):
+        return validate_config(apply_overrides(config, overrides) if overrides else config)
+    if isinstance(config, dict):
+        return build_config(preset, None, {**config, **overrides})
+    if config is not None and not isinstance(config, (str, Path)):
+        raise FedbenchError(
+            f"config must be a RunConfig, a dict of fields or a TOML path, got {config!r}"
+        )
+    return build_config(preset, str(config) if config is not None else None, overrides)
+
+
+def _stored(cfg, results: Path):
+    """The finished run of cfg's identity that made train() skip it: (meta, rounds)."""
+    from fedbench.identity import config_hash
+    from fedbench.results import RunIndex
+
+    index = RunIndex(results, on_error="fail")
+    rec = index.finished(config_hash(cfg))
+    if rec is None:  # pragma: no cover -- RunExists said there is one
+        raise FedbenchError(f"run of {cfg.method} on {cfg.dataset} vanished from {results}")
+    return rec.meta, index.rounds(rec)
+
+
+def load_runs(
+    results: str | Path = "results",
+    shipped: bool = True,
+    *,
+    dataset: str | None = None,
+    method: str | None = None,
+    where: dict[str, Any] | Iterable[str] | None = None,
+    plugins: Iterable[str] = (),
+    on_error: str = "skip",
+):
+    """(runs, rounds) DataFrames of a results folder's runs, as `fedbench table summary`
+    reads them (one record per run, copies once). runs: one row per run (run_id, status,
+    every config field, method parameters as `param.NAME`, summary, data fingerprint,
+    device, versions, plugins); rounds: every rounds.parquet with its run_id first.
+    dataset / method / where select runs as `--dataset` / `--method` / `--where` do (where:
+    {"s": 0.5} or ["s=0.5"]). shipped: also the runs shipped with fedbench once it ships
+    some (fedbench export's store); today only `results` is read."""
+    import pandas as pd
+
+    from fedbench import plugins as plugin_loader
+    from fedbench.results import RunIndex
+    from fedbench.run_filter import RunFilter
+
+    plugin_loader.load_all(plugins)
+    if isinstance(where, dict):
+        texts = [f"{k}={v}" for k, v in where.items()]
+    else:
+        texts = list(where or ())
+    flt = RunFilter.parse(dataset, method, None, texts)
+    index = RunIndex(Path(results), on_error=on_error, must_exist=not shipped)
+    rows, frames = [], []
+    for key in index.by_key:
+        for rec in index.runs(key):
+            if not flt.keeps(rec.meta) or not index.rounds_ok(rec, report=True):
+                continue
+            rounds = index.rounds(rec)
+            if rounds is None:
+                continue
+            rows.append(_run_row(rec))
+            rounds.insert(0, "run_id", rec.run_id)
+            frames.append(rounds)
+    runs = pd.DataFrame(rows)
+    rounds_all = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return runs, rounds_all
+
+
+def _run_row(rec) -> dict:
+    """One run as a flat row: identity, status, config, method parameters, summary, data,
+    device and versions (nested values as JSON text)."""
+    from fedbench.config import config_from_dict
+    from fedbench.identity import canonical_method_params, config_hash
+
+    meta = rec.meta
+    cfg = config_from_dict(rec.config)
+    row: dict[str, Any] = {"run_id": rec.run_id, "config_hash": config_hash(cfg),
+                           "status": rec.status}  # fmt: skip
+    row.update({k: v for k, v in cfg.to_dict().items() if k != "method_params"})
+    row.update({f"param.{k}": v for k, v in canonical_method_params(cfg).items()})
+    row.update(rec.summary)
+    row["data_fingerprint"] = rec.fingerprint
+    for key in ("device", "device_name", "fedbench_version", "torch_version", "method_version",
+                "started", "ended"):  # fmt: skip
+        row[key] = meta.get(key)
+    row["plugins"] = json.dumps(meta.get("plugins") or [], sort_keys=True)
+    return row

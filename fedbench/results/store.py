@@ -1,0 +1,110 @@
+"""The shipped store: the runs behind the committed tables, kept in the repository in exported
+form (fedbench.results.export) and read beside the local results folder.
+
+    results/shipped/<group>/runs.parquet     one row per run (identity, fingerprint, summary, ...)
+    results/shipped/<group>/rounds.parquet   one row per run and round
+    results/shipped/calibration/<table>-<dataset>.json   the fits --calibrated tables use
+
+Read-only: only `fedbench publish` writes it, adding runs whose identity and data fingerprint
+(config_hash, data_fingerprint) are not in the store yet, into a group (by default named for the
+table it publishes); a run shared by several tables is kept once, in the group published first.
+Where it is: see store_root. The whole store stays under SIZE_BUDGET bytes (tests/test_store.py
+checks it). Files are sorted by run_id (and round), dictionary-encoded, zstd-compressed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fedbench.errors import FedbenchError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+STORE_ENV = "FEDBENCH_STORE"
+SIZE_BUDGET = 50 * 1024 * 1024  # bytes, the whole store
+CALIBRATION = "calibration"
+
+
+def store_root() -> Path | None:
+    """The shipped store's folder: $FEDBENCH_STORE (`none`: no store); else results/shipped of
+    the source tree fedbench is imported from (a clone, an editable install), so `fedbench
+    table NAME` finds it from any folder; else (an installed wheel, which carries no runs)
+    ./results/shipped when the current folder is a clone; else None."""
+    env = os.environ.get(STORE_ENV)
+    if env is not None:
+        return None if env.strip().lower() in ("", "none") else Path(env)
+    import fedbench
+
+    tree = Path(fedbench.__file__).resolve().parents[1]
+    if (tree / "pyproject.toml").is_file():
+        return tree / "results" / "shipped"
+    here = Path("results") / "shipped"
+    return here.resolve() if here.is_dir() else None
+
+
+class Store:
+    """The runs of a shipped store (each group's runs.parquet read on first use; rounds read
+    per group on first use and sliced per run)."""
+
+    def __init__(self, root: Path | str | None):
+        self.root = None if root is None else Path(root)
+        self._runs: list[tuple[str, dict]] | None = None
+        self._rounds: dict[str, pa.Table] = {}
+
+    def groups(self) -> list[str]:
+        if self.root is None or not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if (p / "runs.parquet").is_file())
+
+    def rows(self) -> list[tuple[str, dict]]:
+        """(group, runs-table row) of every shipped run."""
+        if self._runs is None:
+            import pyarrow.parquet as pq
+
+            self._runs = []
+            for g in self.groups():
+                path = self.root / g / "runs.parquet"
+                try:
+                    rows = pq.read_table(path).to_pylist()
+                except Exception as e:
+                    first = (str(e).splitlines() or [type(e).__name__])[0]
+                    raise FedbenchError(
+                        f"shipped store file {path} is unreadable ({first}); restore it from git "
+                        f"(git checkout -- {path}) or set {STORE_ENV}=none"
+                    ) from None
+                self._runs += [(g, r) for r in rows]
+        return self._runs
+
+    def rounds(self, group: str, run_id: str) -> pa.Table:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        if group not in self._rounds:
+            self._rounds[group] = pq.read_table(self.root / group / "rounds.parquet")
+        t = self._rounds[group]
+        return t.filter(pc.equal(t.column("run_id"), run_id))
+
+    def calibration(self, table: str, dataset: str) -> Path | None:
+        if self.root is None:
+            return None
+        path = self.root / CALIBRATION / f"{table}-{dataset}.json"
+        return path if path.is_file() else None
+
+    def size(self) -> int:
+        if self.root is None or not self.root.is_dir():
+            return 0
+        return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+
+
+_DEFAULT: dict[Path | None, Store] = {}
+
+
+def default_store() -> Store:
+    """The store of store_root(), read once per process."""
+    root = store_root()
+    if root not in _DEFAULT:
+        _DEFAULT[root] = Store(root)
+    return _DEFAULT[root]

@@ -1,0 +1,95 @@
+"""The Python API: `fedbench.train` (a config or preset + overrides -> run.json and rounds,
+a finished run returned as stored) and `fedbench.load_runs` (a results folder as a runs and a
+rounds DataFrame); `import fedbench` stays light."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import fedbench
+from fedbench.config import RunConfig
+from fedbench.errors import FedbenchError
+from fedbench.testing import registries_restored, write_fake_run
+
+FAST = dict(preset="default", rounds=2, N=6, K=3, E=2, threads=1)
+
+
+def test_importing_fedbench_loads_nothing_heavy():
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, fedbench; print(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = set(out.stdout.split())
+    assert not {"torch", "pandas", "numpy", "fedbench.api", "fedbench.config"} & loaded
+
+
+def test_train_returns_the_records_and_then_the_stored_run(tmp_path):
+    meta, rounds = fedbench.train(results=tmp_path, **FAST)
+    assert meta["status"] == "complete" and meta["config"]["num_clients"] == 6
+    assert list(rounds["round"]) == [0, 1, 2]
+    again, stored = fedbench.train(results=tmp_path, **FAST)  # already done: not rerun
+    assert again["run_id"] == meta["run_id"] and again["started"] == meta["started"]
+    assert list(stored["test_acc"]) == list(rounds["test_acc"])
+    assert len(list(tmp_path.glob("fedavg-*"))) == 1
+    cfg = RunConfig(**{**meta["config"], "method": "fedprox", "method_params": {"mu": 0.5}})
+    meta2, _ = fedbench.train(cfg, results=tmp_path, threads=1)
+    assert meta2["config"]["method_params"] == {"mu": 0.5}
+    with pytest.raises(FedbenchError, match="unknown method 'nosuch'"):
+        fedbench.train(results=tmp_path, method="nosuch", **FAST)
+
+
+def test_train_a_plugin_method(tmp_path):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "fedavg_l1" / "fedavg_l1.py"
+    with registries_restored():
+        meta, _ = fedbench.train(results=tmp_path, plugins=[example], method="fedavg_l1",
+                                 lam=0.05, **FAST)  # fmt: skip
+    assert meta["config"]["method_params"] == {"lam": 0.05}
+    assert meta["plugins"][0]["path"] == str(example)
+
+
+def test_load_runs_reads_methods_and_datasets_in_one_call(tmp_path):
+    runs = [
+        RunConfig(rounds=3),
+        RunConfig(rounds=4, method="scaffold"),
+        RunConfig(rounds=2, method="sfl", local_steps=2),
+        RunConfig(
+            rounds=3,
+            method="fedprox",
+            method_params={"mu": 0.1},
+            dataset="fmnist",
+            partition="pclass",
+        ),  # fmt: skip
+    ]
+    for cfg in runs:
+        write_fake_run(tmp_path, cfg)
+    runs_df, rounds = fedbench.load_runs(tmp_path, shipped=False)
+    assert len(runs_df) == 4 and set(runs_df["method"]) == {"fedavg", "scaffold", "sfl", "fedprox"}
+    assert {"config_hash", "status", "lr", "param.mu", "best_acc", "data_fingerprint"} <= set(
+        runs_df.columns
+    )
+    assert list(rounds.columns[:2]) == ["run_id", "round"] and len(rounds) == 4 + 5 + 3 + 4
+    merged = rounds.merge(runs_df[["run_id", "method"]], on="run_id")
+    assert merged.groupby("method").size().to_dict() == {"fedavg": 4, "scaffold": 5, "sfl": 3,
+                                                         "fedprox": 4}  # fmt: skip
+    only, _ = fedbench.load_runs(tmp_path, dataset="fmnist", where={"mu": 0.1})
+    assert list(only["method"]) == ["fedprox"]
+    empty, none = fedbench.load_runs(tmp_path / "nothing")
+    assert isinstance(empty, pd.DataFrame) and empty.empty and none.empty
+    with pytest.raises(FedbenchError, match="does not exist"):
+        fedbench.load_runs(tmp_path / "nothing", shipped=False)
+
+
+def test_load_runs_needs_no_torch(tmp_path):
+    write_fake_run(tmp_path, RunConfig(rounds=2))
+    code = (
+        f"import sys, fedbench\nruns, rounds = fedbench.load_runs({str(tmp_path)!r})\n"
+        "assert len(runs) == 1 and len(rounds) == 3\nprint('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
