@@ -257,8 +257,8 @@ def layout_speed(models: list[str], k: int, bsz: int | None, reps: int) -> None:
     print(f"{head}  modules/this (wall, cpu)")
     for name in models:
         b = bsz or (64 if name == "cnn" else 10)
-        med = _layout_times(name, k, b, reps)
-        chosen = choose_layout(LAYOUT_FAMILY[name], "cpu", threads).name
+        med, family = _layout_times(name, k, b, reps)
+        chosen = choose_layout(family, "cpu", threads).name
         ref = med["modules"]
         for how, (wall, cpu) in sorted(med.items(), key=lambda kv: kv[1][1]):
             mark = "  <- rule" if how == chosen else ""
@@ -268,8 +268,7 @@ def layout_speed(models: list[str], k: int, bsz: int | None, reps: int) -> None:
             )
 
 
-LAYOUT_FAMILY = {"cnn": "cnn", "resnet20": "resnet", "resnet18": "resnet", "vgg9": "vgg"}
-LAYOUT_FAMILY |= {"charlstm": "lstm", "sentlstm": "lstm"}
+LAYOUT_MODELS = ("charlstm", "cnn", "resnet18", "resnet20", "vgg9", "sentlstm")
 
 
 def _step_inputs(name: str, k: int, bsz: int):
@@ -283,8 +282,9 @@ def _step_inputs(name: str, k: int, bsz: int):
     return model, w, x, y, torch.full((k, bsz), 1.0 / bsz)
 
 
-def _layout_times(name: str, k: int, bsz: int, reps: int) -> dict[str, tuple[float, float]]:
-    """Median (wall, CPU) seconds of one SGD step of k models on batches of bsz, each way."""
+def _layout_times(name: str, k: int, bsz: int, reps: int):
+    """Median (wall, CPU) seconds of one SGD step of k models on batches of bsz, each way, and
+    the model's layout family (resnet20 at its default norm=bn: "resnet-bn")."""
     model, w, x, y, wt = _step_inputs(name, k, bsz)
     buf = model.init_buffers().expand(k, -1).clone() if model.buffer_dim else None
     kw = {"buffers": buf} if model.buffer_dim else {}
@@ -330,10 +330,11 @@ def _layout_times(name: str, k: int, bsz: int, reps: int) -> dict[str, tuple[flo
             t0, c0 = time.perf_counter(), time.process_time()
             fn()
             times[how].append((time.perf_counter() - t0, time.process_time() - c0))
-    return {
+    med = {
         how: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
         for how, ts in times.items()
     }
+    return med, model.family
 
 
 def main() -> None:
@@ -359,7 +360,7 @@ def main() -> None:
     elif args.threads is None:
         configure_threads()  # the engine applies the policy for its model
     if args.layouts:
-        models = [args.model] if args.model else sorted(LAYOUT_FAMILY)
+        models = [args.model] if args.model else list(LAYOUT_MODELS)
         layout_speed(models, args.k, args.batch, args.rounds)
         return
     overrides = dict(s.split("=", 1) for s in args.sets)
