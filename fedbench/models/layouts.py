@@ -23,8 +23,9 @@ and a whole round by 8e-2 of its update, where the NCHW layouts stayed at 4e-6. 
 nets (family "resnet-bn") only take NCHW layouts.
 
 The rule (CHOICES) is a table measured with `python benchmarks/engine_speed.py --layouts`
-(benchmarks/README.md, "Conv layouts"): per family and thread count the layout with the fastest
-training step, and never one slower than the plain per-client loop. Thread counts above the
+(benchmarks/README.md, "Conv nets: layouts, the loop and the FLOP bound"): per family and
+thread count the layout with the fastest training step, and never one slower than the plain
+per-client loop. Thread counts above the
 largest measured one use its entry; devices other than the CPU get "grouped" (one large kernel
 per layer, what a GPU wants; not measured here: no GPU was available).
 """
