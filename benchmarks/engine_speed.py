@@ -11,9 +11,10 @@ round is timed the same way against FedAvg's.
     python benchmarks/engine_speed.py --threads-compare --no-loop   # 1 vs 2 threads, engine
     python benchmarks/engine_speed.py --rounds 8 --methods fedlga,scaffold,fedsam
     python benchmarks/engine_speed.py --device cuda --threads 0
-    python benchmarks/engine_speed.py --model resnet20 --rounds 5
-    python benchmarks/engine_speed.py --model vgg9 --rounds 5
-    python benchmarks/engine_speed.py --layout        # grouped conv vs vmap, K=10, B=10/20
+    python benchmarks/engine_speed.py --model cnn --set batch_size=64 --threads 1 --rounds 10
+    python benchmarks/engine_speed.py --model resnet20 --threads 1 --rounds 8
+    python benchmarks/engine_speed.py --model vgg9 --threads 1 --rounds 8
+    python benchmarks/engine_speed.py --layouts --model cnn --threads 1   # one step per layout
 
 --model (cnn, resnet20, vgg9, resnet18, charlstm, sentlstm) replaces the preset's data with random
 but fixed tensors of the model's input shape (CIFAR 3x32x32, MNIST 1x28x28, 80 or 25 token ids),
@@ -31,7 +32,9 @@ For an MLP (the FedLGA-FMNIST model) the comparison ends with its FLOP bound: th
 work (forward, weight gradients, hidden-layer input gradients of every sample it trains) run as
 plain large sgemm products at the same thread count, alternated with the engine and the loop like
 the rounds; its ratio to the loop is the most any implementation of the same arithmetic could
-print here (--no-bound to skip).
+print here (--no-bound to skip). A conv net or LSTM (--model) ends the same way with its round's
+convolutions and matrix products at their real shapes (benchmarks/flop_bound.py): the engine, the
+loop and the bound alternate, and engine/bound and loop/bound are printed.
 """
 
 from __future__ import annotations
