@@ -8,8 +8,9 @@ import math
 import numbers
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,12 +27,18 @@ _FILE_MODE = 0o666 & ~_umask()  # what open() would give; mkstemp's 0600 hides s
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temp file beside `path`, fsync, rename: a crash never leaves half a file."""
+    atomic_write_with(path, lambda f: f.write(data))
+
+
+def atomic_write_with(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """atomic_write_bytes for what write(f) writes into the open temp file (a big object
+    streamed, not first held in memory as bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -63,6 +63,7 @@ MODELS = (
 )
 NORMS = ("bn", "gn")
 HETERO = ("none", "fedlga", "stragglers")
+SLOW_WORK = ("tau", "at-most")
 STRAGGLER_EPOCHS = ("code", "paper")
 STRAGGLER_POLICIES = ("partial", "drop", "drop-fedavg")
 AGGREGATIONS = ("samples", "uniform")
@@ -138,6 +139,9 @@ class RunConfig:
     hetero: str = "none"
     rho: float = 0.5  # fedlga: fraction of the K sampled devices that are slow
     tau_max: int = 4  # fedlga: tau_i ~ U{1..tau_max}, E_i = E - tau_i + 1
+    # fedlga: which reading of tau_max draws a slow device's work (training/hetero.py): tau
+    # (tau_i ~ U{1..tau_max}, spec §7.2) or at-most (E_i ~ U{1..tau_max}, TCYB §VI-A)
+    slow_work: str = "tau"
     stragglers: float = 0.0  # stragglers: fraction s of the sampled devices
     straggler_epochs: str = "code"  # code: U{1..E-1}; paper: U{1..E}
     straggler_policy: str = "partial"  # partial | drop | drop-fedavg (FedProx paper's baseline)
@@ -182,6 +186,11 @@ class RunConfig:
                     f"tau_max must be in [1, E-1] = [1, {e - 1}] (E = {e} local "
                     f"{'steps' if self.local_steps else 'epochs'}), got {self.tau_max}"
                 )
+        if self.slow_work != "tau" and self.hetero != "fedlga":
+            raise FedbenchError(
+                f"slow_work={self.slow_work} reads tau_max of hetero=fedlga; "
+                "set hetero=fedlga or leave slow_work at tau"
+            )
         if self.hetero == "stragglers" and self.straggler_epochs == "code" and self.work_units < 2:
             raise FedbenchError(
                 "straggler_epochs=code draws U{1..E-1} and needs E >= 2; "
@@ -338,6 +347,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "init": ("default", "zeros"),
     "norm": NORMS,
     "hetero": HETERO,
+    "slow_work": SLOW_WORK,
     "straggler_epochs": STRAGGLER_EPOCHS,
     "straggler_policy": STRAGGLER_POLICIES,
     "aggregation": AGGREGATIONS,

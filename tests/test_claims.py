@@ -25,96 +25,141 @@ from fedbench.tables import (
     same_as_paper,
     within_ci,
 )
+from fedbench.tables.claims import show_number
+from fedbench.tables.decision import Seeds
+
+CAP = 200  # the rounds of a run: a seed that never reached the target is "> 200"
 
 
 class View:
-    """A CellView stand-in: {(row, col): mean} and {(row, col): PaperValue}."""
+    """A CellView stand-in: {(row, col): value} (one seed) or {(row, col): [values]} (seeds
+    0, 1, ...; math.inf: a seed that never reached the target, censored at CAP), and
+    {(row, col): PaperValue}."""
 
-    def __init__(self, means, papers=None, dataset="d"):
-        self.means, self.papers, self.dataset = means, papers or {}, dataset
-        self.cols = {c for _, c in means}
+    def __init__(self, cells, papers=None, dataset="d"):
+        self.cells, self.papers, self.dataset = cells, papers or {}, dataset
+        self.cols = {c for _, c in cells}
 
     def row(self, row):
         return row(self.dataset) if callable(row) else row
 
+    def _values(self, row, col):
+        v = self.cells.get((self.row(row), col))
+        return v if v is None or isinstance(v, (list, str)) else [v]
+
+    def seeds(self, row, col):
+        vals = self._values(row, col)
+        if vals is None or isinstance(vals, str):
+            return None
+        censored = frozenset(i for i, x in enumerate(vals) if math.isinf(x))
+        return Seeds({i: (CAP if math.isinf(x) else x) for i, x in enumerate(vals)}, censored)
+
     def mean(self, row, col):
-        return self.means.get((self.row(row), col))
+        vals = self._values(row, col)
+        if vals is None or isinstance(vals, str):
+            return vals
+        if all(math.isinf(x) for x in vals):
+            return math.inf
+        return sum(CAP if math.isinf(x) else x for x in vals) / len(vals)
+
+    def text(self, row, col):
+        m, vals = self.mean(row, col), self._values(row, col)
+        if isinstance(m, float) and math.isinf(m):
+            return f"> {CAP}"
+        bound = "> " if any(isinstance(x, float) and math.isinf(x) for x in vals or []) else ""
+        return bound + show_number(m)
 
     def paper(self, row, col):
         return self.papers.get((self.row(row), col))
 
 
 C = "rounds"
+LOW, MID, HIGH = [3.0, 4.0, 5.0], [6.0, 8.0, 9.0], [12.0, 13.0, 15.0]  # paired seeds 0, 1, 2
 
 
 def test_lowest_orders_and_handles_not_reached_and_missing():
     check = lowest(("A", C), [("B", C), ("D", C)])
-    v = check(View({("A", C): 3.0, ("B", C): 5.0, ("D", C): math.inf}))
-    assert v.holds is True and v.ours == "A 3, B 5, D not reached"
-    assert check(View({("A", C): 5.0, ("B", C): 5.0, ("D", C): 9.0})).holds is False  # a tie
-    assert check(View({("A", C): math.inf, ("B", C): 5.0, ("D", C): 9.0})).holds is False
-    na = check(View({("A", C): 3.0, ("D", C): 4.0}))
-    assert na.holds is None and na.ours == "no number for B"
-    none = check(View({("A", C): math.inf, ("B", C): math.inf, ("D", C): math.inf}))
+    v = check(View({("A", C): LOW, ("B", C): MID, ("D", C): [math.inf] * 3}))
+    assert v.holds is True and v.ours.startswith("A 4, B 7.67, D > 200; ")
+    assert v.outcome == "reproduced"
+    tie = check(View({("A", C): MID, ("B", C): MID, ("D", C): HIGH}))
+    assert tie.holds is False  # zero on every seed: no difference
+    never = check(View({("A", C): [math.inf] * 3, ("B", C): LOW, ("D", C): MID}))
+    assert never.holds is False  # A at > 200 against B's finite seeds
+    na = check(View({("A", C): LOW, ("D", C): MID}))
+    assert na.holds is None and na.ours == "no number for B" and na.outcome == "n/a"
+    none = check(View({("A", C): [math.inf] * 3, ("B", C): [math.inf] * 3, ("D", C): [math.inf]}))
     assert none.holds is None and "none reached" in none.ours
     higher = lowest(("A", C), [("B", C)], lower=False)
-    assert higher(View({("A", C): 64.4, ("B", C): 60.9})).holds is True
+    assert higher(View({("A", C): HIGH, ("B", C): MID})).holds is True
     # a present cell already beats A: decided, whatever the missing B would say
-    lost = check(View({("A", C): 3.0, ("D", C): 2.0}))
-    assert lost.holds is False and lost.ours == "A 3, D 2"
-    assert check(View({("A", C): math.inf, ("D", C): math.inf})).holds is None  # nothing reached
-    assert check(View({("B", C): 1.0, ("D", C): 2.0})).holds is None  # no number for A
+    lost = check(View({("A", C): MID, ("D", C): LOW}))
+    assert lost.holds is False and lost.ours.startswith("A 7.67, D 4; ")
+    assert check(View({("A", C): [math.inf], ("D", C): [math.inf]})).holds is None
+    assert check(View({("B", C): LOW, ("D", C): MID})).holds is None  # no number for A
 
 
 def test_lowest_shows_the_papers_numbers_when_it_has_them():
     papers = {("A", C): PaperValue(60.0), ("B", C): PaperValue(116.0)}
-    v = lowest(("A", C), [("B", C)], stated="text")(View({("A", C): 9.0, ("B", C): 8.0}, papers))
+    v = lowest(("A", C), [("B", C)], stated="text")(View({("A", C): MID, ("B", C): LOW}, papers))
     assert v.holds is False and v.paper == "A 60, B 116"
-    v = lowest(("A", C), [("B", C)], stated="text")(View({("A", C): 9.0, ("B", C): 10.0}))
+    v = lowest(("A", C), [("B", C)], stated="text")(View({("A", C): LOW, ("B", C): MID}))
     assert v.holds is True and v.paper == "text"
 
 
 def test_ordered_allows_ties_and_reads_direction():
     refs = [("A", C), ("B", C), ("D", C)]
-    up = View({("A", C): 1.0, ("B", C): 1.0, ("D", C): 2.0})
-    assert ordered(refs)(up).holds is True
+    up = View({("A", C): LOW, ("B", C): LOW, ("D", C): MID})
+    assert ordered(refs)(up).holds is True  # a tie on the way, the ends apart
     assert ordered(refs, increasing=False)(up).holds is False
-    assert ordered(refs, increasing=False)(View({("A", C): 3.0, ("B", C): 2.0, ("D", C): 2.0}))
+    assert ordered(refs, increasing=False)(View({("A", C): HIGH, ("B", C): MID, ("D", C): MID}))
 
 
 def test_ratio_near_uses_the_papers_cells_or_a_given_ratio():
     papers = {("A", C): PaperValue(116.0), ("B", C): PaperValue(60.0)}  # 1.93x
     check = ratio_near(("A", C), ("B", C), tol=0.25)
-    assert check(View({("A", C): 20.0, ("B", C): 11.0}, papers)).holds is True  # 1.82x
-    v = check(View({("A", C): 11.0, ("B", C): 11.0}, papers))
-    assert v.holds is False and v.ours == "1.00x" and v.paper == "1.93x (within 25%)"
-    assert check(View({("A", C): 11.0, ("B", C): 11.0})).holds is None  # no paper numbers
+    near = View({("A", C): [20.0, 21.0, 19.0], ("B", C): [11.0, 11.0, 10.0]}, papers)
+    assert check(near).holds is True  # 1.82x, 1.91x, 1.9x
+    v = check(View({("A", C): MID, ("B", C): MID}, papers))
+    assert v.holds is False and v.ours.endswith("ratio: 1 [1, 1] (3 seeds)")
+    assert v.paper == "1.93x (within 25%)"
+    assert check(View({("A", C): MID, ("B", C): MID})).holds is None  # no paper numbers
     given = ratio_near(("A", C), ("B", C), tol=0.1, paper_ratio=0.5)
-    assert given(View({("A", C): 52.0, ("B", C): 100.0})).holds is True
-    assert given(View({("A", C): math.inf, ("B", C): 100.0})).holds is None
+    assert given(View({("A", C): [52.0, 50.0, 49.0], ("B", C): [100.0] * 3})).holds is True
+    # A never reached the target: its ratio is > 2 on every seed, already outside 0.5 +- 10%
+    assert given(View({("A", C): [math.inf] * 3, ("B", C): [100.0] * 3})).holds is False
+    # B never reached it: A / B is below 0.26 on every seed, below the band
+    below = given(View({("A", C): [52.0, 50.0, 49.0], ("B", C): [math.inf] * 3}))
+    assert below.holds is False
+    # A never reached it but B took 500: A / B is > 0.4, below or inside the band
+    maybe = given(View({("A", C): [math.inf] * 3, ("B", C): [500.0] * 3}))
+    assert maybe.holds is None and maybe.inconclusive
 
 
 def test_within_ci_same_as_paper_reached_and_every():
     ci = {("A", C): PaperValue(15.0, 14.0, 16.0), ("B", C): PaperValue(9.0, 8.0, 10.0)}
     check = within_ci([("A", C), ("B", C)])
-    assert check(View({("A", C): 15.5, ("B", C): 8.2}, ci)).holds is True
-    v = check(View({("A", C): 15.5, ("B", C): 12.0}, ci))
+    inside = View({("A", C): [15.4, 15.5, 15.6], ("B", C): [8.9, 9.0, 9.1]}, ci)
+    assert check(inside).holds is True
+    v = check(View({("A", C): [15.4, 15.5, 15.6], ("B", C): [12.0, 12.1, 11.9]}, ci))
     assert v.holds is False and v.paper == "A 14.00–16.00, B 8.00–10.00"
-    assert check(View({("A", C): 15.5, ("B", C): 8.2})).holds is None
+    assert check(View({("A", C): [15.5], ("B", C): [8.2]})).holds is None
     win = {("G1", "w"): PaperValue("SFL"), ("G2", "w"): PaperValue("PFL")}
     same = same_as_paper([("G1", "w"), ("G2", "w")])
     assert same(View({("G1", "w"): "SFL", ("G2", "w"): "PFL"}, win)).holds is True
     assert same(View({("G1", "w"): "SFL", ("G2", "w"): "SFL"}, win)).holds is False
     near = same_as_paper([("G1", "n")], rel=0.01)
     assert near(View({("G1", "n"): 1005.0}, {("G1", "n"): PaperValue(1000.0)})).holds is True
-    assert reached([("A", C)])(View({("A", C): 12.0})).holds is True
-    assert reached([("A", C)])(View({("A", C): math.inf})).holds is False
+    assert reached([("A", C)])(View({("A", C): LOW})).holds is True
+    assert reached([("A", C)])(View({("A", C): [math.inf] * 3})).holds is False
+    partly = reached([("A", C)])(View({("A", C): [3.0, math.inf, 5.0]}))
+    assert partly.holds is None and partly.inconclusive
     both = every(lowest(("A", C), [("B", C)]), lowest(("B", C), [("D", C)]))
-    v = both(View({("A", C): 1.0, ("B", C): 2.0, ("D", C): 1.0}))
-    assert v.holds is False and v.ours == "B 2, D 1"  # the failing part is the one shown
-    assert both(View({("A", C): 1.0, ("B", C): 2.0})).holds is None
+    v = both(View({("A", C): LOW, ("B", C): MID, ("D", C): LOW}))
+    assert v.holds is False and v.ours.startswith("B 7.67, D 4; ")  # the failing part shown
+    assert both(View({("A", C): LOW, ("B", C): MID})).holds is None
     # one part false decides the whole, even with another part n/a
-    assert both(View({("A", C): 3.0, ("B", C): 2.0})).holds is False
+    assert both(View({("A", C): MID, ("B", C): LOW})).holds is False
 
 
 def test_claims_are_counted_per_dataset_and_listed():
@@ -130,7 +175,7 @@ def test_claims_are_counted_per_dataset_and_listed():
         ),
     )
     result = TableResult(spec, None, "minmax", [])
-    views = {"x": View({("A", C): 1.0, ("B", C): 2.0}), "y": View({("A", C): math.inf})}
+    views = {"x": View({("A", C): LOW, ("B", C): MID}), "y": View({("A", C): [math.inf] * 3})}
     result.claims = [
         ClaimResult(c, ds, c.check(views[ds]))
         for ds in ("x", "y")
@@ -138,10 +183,18 @@ def test_claims_are_counted_per_dataset_and_listed():
         if c.datasets is None or ds in c.datasets
     ]
     lines = claim_lines(result)
-    assert lines[0] == "claims: 1 of 2 reproduced (1 n/a: cells without a number)"
-    assert lines[1] == "  reproduced: [x] A beats B (ours: A 1, B 2)"
+    assert lines[0] == (
+        "claims: 1 of 2 reproduced, 1 not reproduced, 0 inconclusive "
+        "(1 n/a: cells without a number)"
+    )
+    assert lines[1] == (
+        # diffs 3, 4, 4: mean 3.667, sd 0.577, t(0.975, 2) = 4.303: +-1.434
+        "  reproduced: [x] A beats B (ours: A 4, B 7.67; B - A: +3.67 [+2.23, +5.1] (3 seeds))"
+    )
     assert lines[2].startswith("  n/a: [y] A beats B (ours: no number for B")
-    assert lines[3] == "  not reproduced: [y] only on y (ours: A not reached)"
+    assert lines[3] == "  not reproduced: [y] only on y (ours: A > 200)"
+    assert lines[4].startswith("  (decision rule: ") and "Student-t" in lines[4]
+    assert claim_lines(result, rule=False) == lines[:4]
 
 
 @pytest.mark.parametrize("name", [n for n, t in TABLES.items() if t.claims])
@@ -174,7 +227,7 @@ def test_table_command_ends_with_its_claims(tmp_path):
     assert r.exit_code == 0, r.output
     tail = r.output[r.output.index("claims: ") :]
     check_golden("stragglers_claims.txt", tail, res)
-    assert tail.startswith("claims: 1 of 4 reproduced\n")
+    assert tail.startswith("claims: 1 of 4 reproduced, 3 not reproduced, 0 inconclusive\n")
     # a csv's claims are in its sidecar NAME.csv.json (the csv holds data only)
     for fmt, ext, mark in (("md", "md", "**claims: "), ("csv", "csv.json", '"claims: ')):
         r = invoke("table", "stragglers", *args, "--format", fmt, "--out", tmp_path / "t")
@@ -205,8 +258,10 @@ def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
     assert "stragglers (synthetic-1-1): claims: 1 of 4 reproduced" in r.output
     text = (tdir / "REPORT.md").read_text()
     assert text.startswith(f"<!-- made by: fedbench table report --results {res} --out {tdir}")
-    row = "| stragglers | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 of 4"
-    assert row in text and "reproduced | cut |" in text
+    row = (
+        "| stragglers | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 | 3 | 0 | 0 |"
+    )
+    assert row in text and "| 0 | cut |" in text
     assert "- scale: cut: rounds 5 (paper 200); N 6 (paper 30); K 3 (paper 10); seeds 0,1" in text
     assert "(paper 0,1,2)" in text
     assert (
@@ -251,8 +306,8 @@ def test_report_of_a_table_whose_runs_are_gone_reads_its_file(tmp_path):
     assert r.exit_code == 0, r.output
     assert "from stragglers_synthetic-1-1.md: claims: 1 of 4 reproduced" in r.output
     text = (tdir / "REPORT.md").read_text()
-    row = "| stragglers (file) | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 of 4"
-    assert row in text and "reproduced | cut |" in text
+    row = "| stragglers (file) | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 | 3 |"
+    assert row in text and "| 0 | cut |" in text
     assert "(from its file)" in text and f"- {scale}" in text
     claims = from_runs[from_runs.index("**claims:") :].split("\n\n## ")[0]
     assert claims.strip() in text  # the same verdict lines as from the runs
@@ -265,7 +320,7 @@ def test_report_of_a_table_whose_runs_are_gone_reads_its_file(tmp_path):
     )
     invoke("table", "report", "--results", tmp_path / "gone", "--out", tdir)
     text = (tdir / "REPORT.md").read_text()
-    assert "| none in the file | ? |" in text and "- scale: not in the file" in text
+    assert "| – | – | – | – | ? |" in text and "- scale: not in the file" in text
     assert "- compute: 27 runs, 11.8 min" in text and "No verdicts in the file" in text
 
 

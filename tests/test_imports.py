@@ -146,7 +146,7 @@ LAYERS = (
     ("fedbench.errors", "fedbench.atomic", "fedbench.lazy", "fedbench.names", "fedbench.plugins"),
     ("fedbench.config", "fedbench.devices"),
     ("fedbench.data", "fedbench.models", "fedbench.methods", "fedbench.presets"),
-    ("fedbench.assembly", "fedbench.identity"),
+    ("fedbench.assembly", "fedbench.identity", "fedbench.resources"),
     ("fedbench.results", "fedbench.run_filter"),
     ("fedbench.training", "fedbench.tables", "fedbench.plots", "fedbench.testing"),
     ("fedbench.papers",),

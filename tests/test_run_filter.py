@@ -76,7 +76,8 @@ def test_summary_filters_and_shows_what_varies(results):
     header = rows[0].split(",")
     assert len(rows) == 1 + 4 and "fmnist" not in text
     assert "mu" in header and "stragglers" not in header  # varies / fixed by the filter
-    assert "--where dataset=synthetic --where stragglers=0.5" in text
+    head = (results / "t" / "summary.csv.json").read_text()  # the csv's metadata beside it
+    assert "--where dataset=synthetic --where stragglers=0.5" in head
     r = invoke("table", "summary", "--results", results, "--method", "fedavg", "--seeds", "0")
     assert r.exit_code == 0 and r.output.count("fedavg-") == 4, r.output  # 3 synthetic, fmnist
 

@@ -171,7 +171,7 @@ def test_on_error_skip_works_in_every_command_for_every_damage(tmp_path, kind):
         assert name in r.output.replace("\n", ""), (cmd, r.output)
         one_line_error(invoke(*cmd, "--results", res))
     sweep = ["sweep", "--table", "stragglers", *TABLE, "--results", res, "--quiet"]
-    one_line_error(invoke(*sweep, "--on-error", "fail", "--dry-run"))
+    one_line_error(invoke(*sweep, "--damaged", "stop", "--dry-run"))  # was --on-error fail
     r = invoke(*sweep, "--threads", "1")  # skip (the default) reruns the damaged run
     assert r.exit_code == 0 and "8 already done, 1 to run" in r.output, r.output
     assert json.loads((dirs[0] / "run.json").read_text())["status"] == "complete"

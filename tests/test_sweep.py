@@ -143,13 +143,16 @@ def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
         "fedlga", "fedavg", "fedprox", "fednova", "scaffold", "feddyn", "fedcm", "mimelite",
         "fedsam",
     }  # fmt: skip
-    assert len(cfgs) == 4 + 4 + 8
+    # ... and FedAvg with no slow devices (hetero none: the partial-work bound)
+    assert len(cfgs) == 4 + 4 + 8 + 1
+    assert [c.method for c in cfgs if c.hetero == "none"] == ["fedavg"]
     assert (
         sorted(c.method_params.get("g", "text") for c in cfgs if c.method == "fedlga")
         == ["eq6"] * 4 + ["text"] * 4
     )
     bad, unavailable = table_configs(spec, Selection(dataset="fmnist", seeds=(0,), sets={"E": 1}))
-    assert not bad and sum(unavailable.values()) == 16
+    assert sum(unavailable.values()) == 16 + 1  # FedSAM at equal gradient evaluations: a cell too
+    assert [(c.method, c.hetero) for c in bad] == [("fedavg", "none")]  # E=1 needs no tau_max
     r = invoke(
         "sweep",
         "--table",
@@ -166,9 +169,10 @@ def test_table_sweep_plan_skips_unavailable_cells(tmp_path):
     assert f"{len(cfgs)} runs; 0 already done, {len(cfgs)} to run" in r.output
     r = invoke("sweep", "--table", "tau", "--dataset", "fmnist", "--seeds", "0",
                "--methods", "fedlga,fedavg", "--dry-run", "--results", tmp_path)  # fmt: skip
-    assert r.exit_code == 0 and "9 runs; 0 already done, 9 to run" in r.output, r.output
+    # 8 FedLGA rows, FedAvg, and FedAvg with no partial work
+    assert r.exit_code == 0 and "10 runs; 0 already done, 10 to run" in r.output, r.output
     listed = [ln.split()[1] for ln in r.output.splitlines() if ln.startswith("  fed")]
-    assert sorted(set(listed)) == ["fedavg", "fedlga"] and len(listed) == 9
+    assert sorted(set(listed)) == ["fedavg", "fedlga"] and len(listed) == 10
 
 
 # ---------------------------------------------------------------- running and resuming
@@ -219,7 +223,9 @@ def test_sweep_cli_exits_1_naming_the_failed_run(tmp_path, monkeypatch):
     monkeypatch.setattr("fedbench.data.idx.SYSTEM_DIRS", {"fmnist": [], "mnist": []})
     monkeypatch.delenv("FEDBENCH_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "x").mkdir()  # an empty data folder: the run fails when it loads
+    (tmp_path / "x").mkdir()  # IDX files that are not IDX: the run fails when it loads
+    for stem in ("train-images-idx3", "train-labels-idx1", "t10k-images-idx3", "t10k-labels-idx1"):
+        (tmp_path / "x" / f"{stem}-ubyte").write_bytes(b"not an IDX file")
     r = invoke(
         "sweep",
         "--preset",

@@ -129,7 +129,8 @@ def _demo_cells(ds: str) -> list[Cell]:
             ds,
             "constants",
             "winner",
-            derived=Derived((("FedAvg", "rounds"), ("FedProx", "rounds")), _winner),
+            # two cells without censored seeds: a derived cell computes with numbers, no bounds
+            derived=Derived((("FedAvg", "best acc %"), ("FedAvg", "rounds")), _winner),
             paper=win,
         )
     )
@@ -209,9 +210,12 @@ def test_demo_table_cells(demo_results):
     acc = r.cell("fmnist", "FedAvg", "best acc %")
     assert acc.mean == pytest.approx(62.0) and acc.paper.value == 60.91
     prox = r.cell("fmnist", "FedProx", "rounds")
-    assert prox.status == "partial" and prox.mean == 3.0 and prox.not_reached == 1
+    # seed 1 never reached the target in its 10 rounds: censored at 10, not dropped
+    assert prox.status == "partial" and prox.not_reached == 1 and prox.censored == {1}
+    assert prox.seed_values == {0: 3.0, 1: 10.0} and prox.mean == 6.5  # '> 6.5'
+    assert (prox.low, prox.high, prox.diff) == (3.0, 10.0, None)  # a bound has no difference
     div = r.cell("fmnist", "FedAvg lr=0.3", "rounds")
-    assert div.diverged == 1 and div.mean == 6.0 and div.n == 3
+    assert div.diverged == 1 and div.mean == pytest.approx(22 / 3) and div.n == 3
     # it diverged before the target: for rounds to target it did not reach it; for best
     # accuracy a diverged run is no result
     assert (div.not_reached, div.reached) == (1, 2)
@@ -221,7 +225,9 @@ def test_demo_table_cells(demo_results):
     assert missing.status == "missing" and "out of memory" in missing.note
     na = r.cell("fmnist", "FedLGA", "rounds")
     assert na.status == "unavailable" and "unknown method 'nosuch'" in na.note
-    assert r.cell("fmnist", "FedProx", "x FedAvg").mean == pytest.approx(0.5)
+    assert r.cell("fmnist", "FedAvg", "x FedAvg").mean == pytest.approx(1.0)
+    # FedProx's mean is a bound ('> 6.5'): no ratio is computed from it
+    assert r.cell("fmnist", "FedProx", "x FedAvg").status == "missing"
     assert r.cell("fmnist", "FedProx mu=1", "x FedAvg").status == "missing"
     const = r.cell("fmnist", "constants", "delta")
     assert const.paper.value == pytest.approx(1 / 3) and const.diff == pytest.approx(0)
@@ -296,8 +302,10 @@ def test_table_command_writes_files_with_a_header(demo_results, tmp_path):
         path = tmp_path / "t" / f"stragglers_synthetic-1-1.{ext}"
         text = path.read_text()
         # a csv holds data only; its head is beside it (NAME.csv.json)
-        head = json.loads(Path(f"{path}.json").read_text())["header"] if ext == "csv" else (
-            text.splitlines()[:3]
+        head = (
+            json.loads(Path(f"{path}.json").read_text())["header"]
+            if ext == "csv"
+            else (text.splitlines()[:3])
         )
         assert (
             "made by: fedbench table stragglers --dataset synthetic-1-1 --preset default"
@@ -377,11 +385,14 @@ def test_every_spec_builds_its_cells_and_finds_its_paper_values():
     # every number of paper_values.csv that a table can compare with is used; FedLGA's tables
     # compare the paper's FedLGA number with its Eq. 6 reading's row too (tau: 44 plus its 4
     # FedLGA rows again on each of 3 datasets; runtime: 54 plus 2 columns on 3; best-acc: 10
-    # plus CIFAR-10's FedLGA; epochs: 29 plus E=5 on 3 and FMNIST's E=8)
-    assert n_paper["runtime"] == 54 + 6 and n_paper["tau"] == 44 + 12 and n_paper["sfl"] == 48
-    assert n_paper["best-acc"] == 10 + 1 and n_paper["quadratic"] == 16
+    # plus CIFAR-10's FedLGA; epochs: 29 plus E=5 on 3 and FMNIST's E=8); and FedSAM's row at
+    # equal gradient evaluations takes FedSAM's numbers again (tau: its rounds on 3 datasets and
+    # CIFAR-100's speed-up; epochs: E=5 on 3; best-acc: CIFAR-10's relative gain); the FMNIST
+    # substitute of sampled takes Table VI's FedLGA at K = 10
+    assert n_paper["runtime"] == 54 + 6 and n_paper["tau"] == 44 + 12 + 4 and n_paper["sfl"] == 48
+    assert n_paper["best-acc"] == 10 + 1 + 1 and n_paper["quadratic"] == 16
     assert n_paper["r90"] == 6 and n_paper["smoothness"] == 6 and n_paper["data-stats"] == 16
-    assert n_paper["epochs"] == 29 + 4 and n_paper["sampled"] == 3
+    assert n_paper["epochs"] == 29 + 4 + 3 and n_paper["sampled"] == 3 + 1
 
 
 def test_cell_parameters_survive_a_method_switch_and_user_sets():

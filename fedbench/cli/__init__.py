@@ -31,10 +31,21 @@ def _unexpected(e: Exception) -> OneLineError:
     return OneLineError(f"{msg} (rerun with --debug for the traceback)", 1)
 
 
+def _interrupted(e: KeyboardInterrupt) -> click.exceptions.Exit:
+    """A stop by a signal: exit 128 + the signal (130 Ctrl-C, 143 SIGTERM), not click's
+    "Aborted!" and 1; one line unless the command said more already."""
+    from fedbench.training import signals
+
+    if not getattr(e, "reported", False):
+        click.echo(f"interrupted ({signals.signal_name(e)})", err=True)
+    signals.reset()  # the stop is this command's (in-process callers run more)
+    return click.exceptions.Exit(signals.exit_code(e))
+
+
 class FedbenchGroup(click.Group):
     """Turns every user mistake (a FedbenchError, a bad option, a file the system cannot read
-    or write) into one line, exit 2, and any other failure into one line, exit 1, unless
-    --debug asks for the traceback."""
+    or write) into one line, exit 2, a stop by Ctrl-C or SIGTERM into exit 130 or 143, and any
+    other failure into one line, exit 1, unless --debug asks for the traceback."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:  # the group's own options (fedbench --nosuch)
@@ -53,8 +64,10 @@ class FedbenchGroup(click.Group):
             raise
         except click.UsageError as e:
             raise _one_line_usage(e) from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM (fedbench.training.signals)
+            raise _interrupted(e) from None
         except BrokenPipeError:  # output piped into `head` and the like: not an error
             import os
             import sys

@@ -31,7 +31,9 @@ tolerance_options = opt.together(
         type=opt.FINITE_NON_NEGATIVE,
         default=3.0,
         show_default=True,
-        help="Allowed slow-down of s/round (same device kind only).",
+        help="Allowed slow-down of the median s/round relative to a workload timed in the same "
+        "process (compared on the reference's device only: same CPU model, instruction set "
+        "and threads, or GPU).",
     ),
     click.option("--no-timing", is_flag=True, help="Do not compare s/round."),
 )
@@ -58,6 +60,11 @@ tolerance_options = opt.together(
 @click.option("--update", is_flag=True, help="Write the measured numbers as the new reference.")
 @tolerance_options
 @opt.threads(default=1, show_default=True, help="torch threads.")
+@click.option(
+    "--report",
+    type=opt.FolderPath(dir_okay=False),
+    help="Also write the table and the verdict to this Markdown file (e.g. a CI artifact).",
+)
 def check(
     quick,
     only,
@@ -70,6 +77,7 @@ def check(
     speed_factor,
     no_timing,
     threads,
+    report,
 ):
     """Regression check: rerun a small fixed set of configs and compare them with the stored
     reference; exits 1 with a table of what regressed.
@@ -81,6 +89,7 @@ def check(
       fedbench check --update                  # accept the current numbers as the reference
       fedbench check --results runs/ --no-timing
       fedbench check --contracts --plugin my_method.py   # a plugin's contracts
+      fedbench check --quick --report check.md   # the table as Markdown too (CI artifact)
     """
     if contracts:
         from fedbench.training import threads as thread_policy
@@ -110,10 +119,26 @@ def check(
         ref = load_reference(ref_path)
     rows = compare(measured, ref, Tolerances(acc_tol, rounds_tol, speed_factor, not no_timing))
     console().print(rows_table(rows))
+    if report:
+        write_report(Path(report), rows, ref_path)
     if update:
         click.echo(f"wrote {ref_path}")
     else:
         verdict(rows, len(names), ref_path)
+
+
+def write_report(path: Path, rows, ref_path: Path) -> None:
+    """The check's table as Markdown, with its verdict line, written atomically."""
+    from dataclasses import asdict
+
+    from fedbench.atomic import atomic_write_bytes
+    from fedbench.check import regressions
+    from fedbench.cli.info import markdown
+
+    bad = len(regressions(rows))
+    verdict_line = f"{bad} regression(s)" if bad else "ok: within tolerance"
+    text = f"# fedbench check against {ref_path}\n\n{markdown([asdict(r) for r in rows])}\n\n"
+    atomic_write_bytes(path, (text + verdict_line + "\n").encode())
 
 
 def check_names(quick: bool, only: str | None) -> list[str]:

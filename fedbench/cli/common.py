@@ -56,6 +56,21 @@ def check_folder(path: str | Path | None, option: str, claims: bool = False) -> 
         )
 
 
+def log_level(quiet: bool, verbose: bool, level: str | None) -> str:
+    """The one log level of --quiet, -v and --log-level (warning, info or debug), set up for
+    fedbench's loggers (progress lines and warnings on stderr)."""
+    from fedbench.sweep.progress import configure_logging
+
+    given = [name for name, on in (("--quiet", quiet), ("--verbose", verbose)) if on]
+    if level:
+        given.append(f"--log-level {level}")
+    if len(given) > 1:
+        raise FedbenchError(f"{' and '.join(given)} contradict each other; give one of them")
+    chosen = level or ("warning" if quiet else "debug" if verbose else "info")
+    configure_logging(chosen)
+    return chosen
+
+
 def check_seeds(seeds) -> None:
     from fedbench.config import check_value
 

@@ -140,7 +140,7 @@ def _verdicts(place: Place) -> str:
         if entry is None or not (TABLES[entry.name].is_table and TABLES[entry.name].seeds):
             continue  # not a paper table of runs (data-stats, the folder's README, REPORT)
         spec = TABLES[entry.name]
-        calibrated = " (calibrated)" if "calibrated" in entry.header else ""
+        calibrated = "".join(f" ({k})" for k in ("calibrated", "substitute") if k in entry.header)
         claims = entry.claims[0].removeprefix("claims: ") if entry.claims else "none in the file"
         rows.append(
             {

@@ -58,6 +58,16 @@ def plugin_option() -> click.Option:
     )
 
 
+class FolderPath(click.Path):
+    """A folder path that names something: an empty (or blank) one would put files in the
+    current directory without a word."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("empty: that would mean the current directory; give a folder, e.g. results")
+        return super().convert(value, param, ctx)
+
+
 THREAD_COUNT = click.IntRange(min=1)
 FINITE_NON_NEGATIVE = NonNegative()
 
@@ -70,7 +80,11 @@ def _shared(*decls, **attrs):
 
 
 results = _shared(
-    "--results", default="results", show_default=True, type=click.Path(), help="Results folder."
+    "--results",
+    default="results",
+    show_default=True,
+    type=FolderPath(),
+    help="Results folder.",
 )
 threads = _shared(
     "--threads",
@@ -107,7 +121,28 @@ sets = _shared(
 seeds = _shared("--seeds", help="Comma-separated seeds (default: the table's).")
 dataset = _shared("--dataset", help="One dataset of the table (default: all of them).")
 data_dir = _shared("--data-dir", help="Folder holding the dataset files.")
-quiet = _shared("--quiet", is_flag=True, help="No progress display.")
+quiet = _shared("--quiet", "-q", is_flag=True, help="No progress display.")
+verbose = _shared(
+    "--verbose", "-v", is_flag=True, help="A progress line every round (--log-level debug)."
+)
+log_level = _shared(
+    "--log-level",
+    type=click.Choice(["warning", "info", "debug"]),
+    help="warning: no progress (--quiet); info (default): a live display on a terminal, else a "
+    "progress line every 10 s (FEDBENCH_PROGRESS_SECONDS); debug: a line every round (-v).",
+)
+checkpoint_rounds = _shared(
+    "--checkpoint-rounds",
+    type=click.IntRange(min=0),
+    help="Checkpoint every N rounds (default 0: by time only; FEDBENCH_CHECKPOINT_ROUNDS). "
+    "A killed or interrupted run resumes from its last checkpoint.",
+)
+checkpoint_minutes = _shared(
+    "--checkpoint-minutes",
+    type=FINITE_NON_NEGATIVE,
+    help="Checkpoint after this many minutes (default 2, 0: off; "
+    "FEDBENCH_CHECKPOINT_MINUTES). Neither changes a run's identity.",
+)
 on_error = _shared(
     "--on-error",
     type=click.Choice(["fail", "skip"]),
@@ -159,6 +194,10 @@ def together(*options):
 
     return apply
 
+
+# what a long command prints while it runs (train, sweep)
+output = together(quiet(), verbose(), log_level())
+checkpoints = together(checkpoint_rounds(), checkpoint_minutes())
 
 # which runs a paper table refers to (table, plot, calibrate; sweep --table takes the same)
 selection = together(

@@ -15,6 +15,7 @@ from fedbench.cli.common import (
     check_seeds,
     command_line,
     echo_lines,
+    log_level,
     table_selection,
     warn,
 )
@@ -44,7 +45,12 @@ class SweepArgs:
     stack: bool | None
     dry_run: bool
     quiet: bool
-    on_error: str
+    verbose: bool
+    log_level: str | None
+    checkpoint_rounds: int | None
+    checkpoint_minutes: float | None
+    damaged: str | None
+    on_error: str | None
     strict: bool
     calibrated: bool
     add_methods: tuple[str, ...] = ()
@@ -61,7 +67,11 @@ executor_options = opt.together(
         show_default=True,
         help="local: this machine; ray: tasks on a Ray cluster.",
     ),
-    click.option("--address", help="Ray cluster address: auto (default) or HOST:PORT."),
+    click.option(
+        "--address",
+        help="Ray cluster to use: HOST:PORT, or auto (the one `ray start` made on this machine); "
+        "default: a private local Ray for this sweep.",
+    ),
     click.option(
         "--gpus-per-run",
         type=opt.FINITE_NON_NEGATIVE,
@@ -102,11 +112,14 @@ executor_options = opt.together(
 @opt.results(help=None)
 @executor_options
 @click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
-@opt.quiet()
-@opt.on_error(
-    default="skip",
-    help="A run with a damaged file: rerun it (skip its record), or stop with its name.",
+@opt.output
+@opt.checkpoints
+@click.option(
+    "--damaged",
+    type=click.Choice(["rerun", "stop"]),
+    help="A finished run whose files are damaged: run it again (default), or stop with its name.",
 )
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), hidden=True)  # old --damaged
 @opt.strict()
 @opt.calibrated()
 @opt.add_method()
@@ -120,27 +133,50 @@ def sweep(**options):
                      --grid rho=0.1,0.3,0.5 --grid K=5,10,25
       fedbench sweep --table tau --dataset fmnist          # what `fedbench table tau` needs
       fedbench sweep --file sweep.toml --jobs 4
-      fedbench sweep --table r90 --executor ray --address auto --gpus-per-run 0.25
+      fedbench sweep --table r90 --executor ray --gpus-per-run 0.25
       fedbench sweep --table tau --dataset fmnist --plugin mine.py --add-method mine
+
+    Stopped by Ctrl-C (exit 130) or SIGTERM (exit 143), its runs stop at the end of a round,
+    are recorded `interrupted` and resume from there when the sweep runs again.
     """
     from fedbench.sweep import make_executor, plan_sweep
+    from fedbench.training.checkpoint import Policy
 
     a = SweepArgs(**options)
+    level = log_level(a.quiet, a.verbose, a.log_level)
+    policy = Policy.from_env(a.checkpoint_rounds, a.checkpoint_minutes).to_dict()
     executor = make_executor(
-        a.executor, a.jobs, a.threads, a.address, a.gpus_per_run, a.cpus_per_run, a.stack
+        a.executor, a.jobs, a.threads, a.address, a.gpus_per_run, a.cpus_per_run, a.stack, policy
     )
     check_folder(a.results, "--results", claims=True)
     configs, unavailable, label = sweep_configs(a)
-    plan = plan_sweep(
-        configs, Path(a.results), on_error=a.on_error, strict=a.strict, shipped=True
-    )
+    check_data(configs, a)
+    on_damage = damaged_choice(a.damaged, a.on_error)
+    plan = plan_sweep(configs, Path(a.results), on_error=on_damage, strict=a.strict, shipped=True)
     plan.unavailable = unavailable
+    check_memory(plan.todo, a)
+    if plan.todo and not a.dry_run:
+        executor.prepare()  # e.g. Ray: its errors before the plan's lines
     announce(plan, label, executor.name, a)
+    header(plan, configs, a)
     if a.dry_run:
         echo_lines(dry_run_lines(plan.todo))
         echo_lines(plan.notes)
         return
-    execute(plan, executor, a, label)
+    execute(plan, executor, a, label, level)
+
+
+def damaged_choice(damaged: str | None, on_error: str | None) -> str:
+    """plan_sweep's on_error from --damaged (rerun: "skip" the damaged record, so it runs
+    again; stop: "fail"), or from the old --on-error, with a note that it is deprecated: on
+    table and plot --on-error skip leaves a damaged run out, on sweep it reran it."""
+    if on_error is not None:
+        new = {"skip": "rerun", "fail": "stop"}[on_error]
+        if damaged is not None:
+            raise FedbenchError(f"--on-error is the old --damaged; give only --damaged {new}")
+        warn("deprecated:", [f"sweep --on-error {on_error} is now --damaged {new}"])
+        damaged = new
+    return "fail" if damaged == "stop" else "skip"
 
 
 def dry_run_lines(todo: list) -> list[str]:
@@ -266,6 +302,47 @@ def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
     }
 
 
+def check_data(configs: list, a: SweepArgs) -> None:
+    """Before planning, each dataset once: here, or downloaded now (a dry run only says it
+    will be); else one line naming the folders searched, the layout and how to get it. Ray's
+    workers may be other machines: each run there finds its own data."""
+    if a.executor == "ray":
+        return
+    from fedbench.resources import missing_data
+
+    errors, notes = missing_data(configs, download=not a.dry_run)
+    if errors:
+        more = f" (and {len(errors) - 1} more datasets missing)" if len(errors) > 1 else ""
+        raise FedbenchError(errors[0] + more)
+    warn("data:", notes)
+
+
+def check_memory(todo: list, a: SweepArgs) -> None:
+    """Each run to do fits this machine's memory (fedbench.resources), before any runs."""
+    if a.executor == "ray":
+        return
+    from fedbench.identity import run_id
+    from fedbench.resources import check_memory as fits
+
+    for cfg in todo:
+        fits(cfg, f"run {run_id(cfg)}")
+
+
+def header(plan, configs: list, a: SweepArgs) -> None:
+    """The preset the runs start from (which one a bare --dataset picked), then the compute
+    the runs to do take and their expected time on this device."""
+    from fedbench.sweep.estimate import model_line, time_line
+
+    presets = sorted({str(c.preset) for c in configs})
+    if len(presets) == 1:
+        bare = a.dataset and not (a.preset or a.table_name or a.config_file or a.sweep_file)
+        why = f" (what --dataset {a.dataset} starts from; --preset names another)" if bare else ""
+        click.echo(f"preset: {presets[0]}{why}")
+    if plan.todo:
+        click.echo(model_line(plan.todo))
+        click.echo(time_line(plan.todo, Path(a.results), a.jobs))
+
+
 def announce(plan, label: str, executor_name: str, a: SweepArgs) -> None:
     """What the plan leaves out or reruns (stderr), then its one-line count."""
     for reason, n in plan.unavailable.items():
@@ -280,16 +357,26 @@ def announce(plan, label: str, executor_name: str, a: SweepArgs) -> None:
     )
 
 
-def execute(plan, executor, a: SweepArgs, label: str) -> None:
-    """Run the plan, print its summary and notes; exit 1 when a run failed."""
-    from fedbench.sweep import run_sweep, summary_line, summary_table
-    from fedbench.tables import console
+def execute(plan, executor, a: SweepArgs, label: str, level: str) -> None:
+    """Run the plan, print its summary and notes; exit 1 when a run failed, 130 / 143 when a
+    signal stopped it (after the summary of what it did)."""
+    from fedbench.sweep import run_sweep
+    from fedbench.training import signals
 
-    report = run_sweep(plan, a.results, executor, quiet=a.quiet, label=label)
-    if report.outcomes:
-        console().print(summary_table(report))
-    click.echo(summary_line(report))
-    echo_lines(plan.notes)
+    try:
+        with signals.handling():
+            report = run_sweep(plan, a.results, executor, label=label, level=level)
+    except KeyboardInterrupt as e:
+        if getattr(e, "report", None) is not None:
+            _print_summary(e.report)
+            click.echo(
+                f"interrupted ({signals.signal_name(e)}): the runs stopped are recorded "
+                "interrupted; run the same sweep again to resume them",
+                err=True,
+            )
+            e.reported = True
+        raise
+    _print_summary(report)
     if report.failed:
         first = report.failed[0]
         raise OneLineError(
@@ -297,6 +384,16 @@ def execute(plan, executor, a: SweepArgs, label: str) -> None:
             "(recorded in its run.json; the next sweep retries it)",
             1,
         )
+
+
+def _print_summary(report) -> None:
+    from fedbench.sweep import summary_line, summary_table
+    from fedbench.tables import console
+
+    if report.outcomes:
+        console().print(summary_table(report))
+    click.echo(summary_line(report))
+    echo_lines(report.plan.notes)
 
 
 COMMANDS = [sweep]

@@ -187,11 +187,13 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
     ext = {"md": "md", "csv": "csv", "latex": "tex"}[fmt]
     path = Path(out) / f"{table_file_name(result)}{'_calibrated' if calibrated else ''}.{ext}"
     path.parent.mkdir(parents=True, exist_ok=True)
+    from fedbench.tables.render import substitute_line
     from fedbench.tables.report import table_scale
 
     scale = [f"scale: {table_scale(result)[1]}"] if result.spec.seeds else []
     records = result.used_records()
     header = [*header_lines(cmd, device), result.compute_line(), runs_line(records), *scale]
+    header += [x for x in (substitute_line(result),) if x]
     header += [fit_line] if fit_line else []
     sidecar = paper_table_sidecar(result, header) if fmt == "csv" else None
     changed = write_guarded(path, render_paper_table(result, fmt, header), len(records), sidecar)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
+from fedbench.cli import common
 from fedbench.cli import options as opt
 from fedbench.cli.common import ListedHelp, check_folder, command_line
 
@@ -31,27 +33,19 @@ def method_names() -> list[str]:
 )
 @opt.results(help=None)
 @click.option("--overwrite", is_flag=True, help="Run again even if this config already ran.")
-@opt.quiet(help="No progress bar.")
+@opt.output
+@opt.checkpoints
 @opt.threads()
-def train(
-    preset,
-    config_file,
-    method,
-    rounds,
-    seed,
-    data_dir,
-    device,
-    sets,
-    results,
-    overwrite,
-    quiet,
-    threads,
-):
+def train(preset, config_file, method, rounds, seed, data_dir, device, sets, results, overwrite,
+          quiet, verbose, log_level, checkpoint_rounds, checkpoint_minutes, threads):  # fmt: skip
     """Run one federated training and record it under results/<run_id>/.
 
     METHOD is one of: {methods}. Method parameters (mu, alpha, beta, r, T, lambda, eta_g,
     ...) are set with --set NAME=VALUE; `fedbench methods` lists each method's parameters
     and defaults.
+
+    A run killed or interrupted (Ctrl-C: exit 130; SIGTERM: exit 143, recorded `interrupted`)
+    resumes from its last checkpoint when the same command runs again.
 
     \b
     Examples:
@@ -59,10 +53,15 @@ def train(
       fedbench train --preset fedlga-fmnist --method fedavg --rounds 30 --seed 0
       fedbench train --preset fedprox-synthetic --method fedprox --set mu=1 --set s=0.9
       fedbench train --config my_run.toml --set lr=0.03
+      fedbench train --preset fedlga-fmnist > log 2>&1   # a progress line every 10 s
     """
     from fedbench.assembly import build_config
+    from fedbench.resources import check_memory
+    from fedbench.training import signals
     from fedbench.training import threads as thread_policy
+    from fedbench.training.checkpoint import Policy
 
+    level = common.log_level(quiet, verbose, log_level)
     flags = {
         "method": method,
         "rounds": rounds,
@@ -72,11 +71,14 @@ def train(
     }
     cfg = build_config(preset, config_file, command_line(sets, flags))
     check_folder(results, "--results", claims=True)
+    check_memory(cfg)
+    policy = Policy.from_env(checkpoint_rounds, checkpoint_minutes)
     thread_policy.configure(threads)
-    _train_with_progress(cfg, Path(results), overwrite, quiet)
+    with signals.handling():
+        _train_with_progress(cfg, Path(results), overwrite, level, policy)
 
 
-def _progress(quiet: bool):
+def _bar():
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -93,27 +95,23 @@ def _progress(quiet: bool):
         TextColumn("acc {task.fields[acc]}  loss {task.fields[loss]}  {task.fields[spr]} s/round"),
         TimeRemainingColumn(),
         console=Console(stderr=True),
-        disable=quiet,
     )
 
 
-def _train_with_progress(cfg, results: Path, overwrite: bool, quiet: bool) -> None:
-    from fedbench.data import data_fingerprint
+@contextmanager
+def _display(cfg, level: str):
+    """on_round for the run: the live bar on a terminal at the default level, else plain
+    lines (fedbench.sweep.progress; none at level warning)."""
+    from fedbench.identity import run_id
+    from fedbench.sweep import progress
     from fedbench.tables import fmt_cell
-    from fedbench.training.engine import Engine
-    from fedbench.training.runner import check_not_done
-    from fedbench.training.runner import train as run_train
 
-    fp = data_fingerprint(cfg, compute=False)  # known if this data was loaded before
-    if fp is not None:
-        check_not_done(cfg, results, overwrite, fp)  # before loading anything
-    engine = Engine(cfg)  # loads the data: errors surface before the progress bar
-    check_not_done(cfg, results, overwrite, engine.data.info.get("fingerprint"))
-
-    progress = _progress(quiet)
-    state = {"last_acc": "–"}
-    with progress:
-        task = progress.add_task(
+    if level != "info" or not progress.on_terminal():
+        yield progress.RoundLines(run_id(cfg), cfg.rounds)
+        return
+    bar, state = _bar(), {"last_acc": "–"}
+    with bar:
+        task = bar.add_task(
             f"{cfg.method} {cfg.dataset}", total=cfg.rounds, acc="–", loss="–", spr="–"
         )
 
@@ -121,7 +119,7 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, quiet: bool) -> No
             if "test_acc" in rec:
                 state["last_acc"] = f"{rec['test_acc']:.4f}"
             loss = rec.get("local_loss", rec.get("test_loss"))
-            progress.update(
+            bar.update(
                 task,
                 completed=rec["round"],
                 acc=state["last_acc"],
@@ -129,9 +127,58 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, quiet: bool) -> No
                 spr=f"{rec['round_seconds']:.2f}",
             )
 
-        t0 = time.perf_counter()
-        meta, _ = run_train(cfg, results, overwrite=overwrite, on_round=on_round, engine=engine)
+        yield on_round
+
+
+def _train_with_progress(cfg, results: Path, overwrite: bool, level: str, policy) -> None:
+    from fedbench.data import data_fingerprint
+    from fedbench.identity import run_id
+    from fedbench.sweep.progress import log
+    from fedbench.training.engine import Engine
+    from fedbench.training.runner import check_not_done
+    from fedbench.training.runner import train as run_train
+
+    fp = data_fingerprint(cfg, compute=False)  # known if this data was loaded before
+    if fp is not None:
+        check_not_done(cfg, results, overwrite, fp)  # before loading anything
+    t_load = time.perf_counter()
+    engine = Engine(cfg)  # loads the data: errors surface before the progress bar
+    check_not_done(cfg, results, overwrite, engine.data.info.get("fingerprint"))
+    log.info(
+        "%s: %s on %s, %d rounds -> %s (data loaded in %.1f s)",
+        run_id(cfg), cfg.method, cfg.dataset, cfg.rounds, results, time.perf_counter() - t_load,
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        with _display(cfg, level) as on_round:
+            meta, _ = run_train(
+                cfg, results, overwrite, on_round=on_round, engine=engine, checkpoint=policy
+            )
+    except KeyboardInterrupt as e:
+        _say_interrupted(cfg, results, e)
+        raise
     _print_run(cfg, meta, results, time.perf_counter() - t0)
+
+
+def _say_interrupted(cfg, results: Path, e: KeyboardInterrupt) -> None:
+    """Where the interrupted run stands and how it goes on (one line on stderr)."""
+    import json
+
+    from fedbench.identity import run_id
+    from fedbench.training import signals
+
+    try:
+        meta = json.loads((results / run_id(cfg) / "run.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    kept = meta.get("checkpoint_round") if isinstance(meta, dict) else None
+    where = f"from round {kept}" if kept else "from round 0 (no checkpoint yet)"
+    click.echo(
+        f"interrupted ({signals.signal_name(e)}): run {run_id(cfg)} is recorded as "
+        f"interrupted; the same command resumes it {where}",
+        err=True,
+    )
+    e.reported = True
 
 
 def _print_run(cfg, meta: dict, results: Path, wall_seconds: float) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import find_folder
-from fedbench.data.registry import Arrays, register_dataset
+from fedbench.data.registry import Arrays, DataShape, register_dataset
 from fedbench.errors import FedbenchError
 
 LAYOUT = {
@@ -21,8 +21,9 @@ LAYOUT = {
     "cifar100": ("cifar-100-python", ["train"], ["test"]),
 }
 HOW_TO_GET = (
-    "run `fedbench data get {name}`, or put the {folder}/ folder (the python version from "
-    "cs.toronto.edu/~kriz/cifar.html) in --data-dir"
+    "expected {folder}/{{{files}}} (the python version from cs.toronto.edu/~kriz/cifar.html); "
+    "run `fedbench data get {name}` (from a mirror: --url URL or $FEDBENCH_MIRROR), or put the "
+    "{folder}/ folder in --data-dir"
 )
 
 
@@ -50,17 +51,24 @@ def read_batch(path: Path, label_key: bytes) -> tuple[np.ndarray, np.ndarray]:
     return x.reshape(-1, 3, 32, 32), y
 
 
-def load_cifar(name: str, data_dir: str | None, coarse: bool = False):
-    """(train_x uint8 [n,3,32,32], train_y, test_x, test_y, num_classes) as numpy arrays."""
+def cifar_folder(name: str, data_dir: str | None, download: bool = True) -> Path:
+    """The folder holding the python batches; a download into the cache when none does (unless
+    download=False or FEDBENCH_NO_DOWNLOAD)."""
     folder_name, train_files, test_files = LAYOUT[name]
-    folder = find_folder(
+    return find_folder(
         name,
         data_dir,
         [folder_name, f"{name}/{folder_name}", ""],
         lambda d: all((d / f).is_file() for f in train_files + test_files),
-        HOW_TO_GET.format(name=name, folder=folder_name),
-        lambda: auto_fetch(name),
+        HOW_TO_GET.format(name=name, folder=folder_name, files=",".join(train_files + test_files)),
+        (lambda: auto_fetch(name)) if download else None,
     )
+
+
+def load_cifar(name: str, data_dir: str | None, coarse: bool = False):
+    """(train_x uint8 [n,3,32,32], train_y, test_x, test_y, num_classes) as numpy arrays."""
+    _, train_files, test_files = LAYOUT[name]
+    folder = cifar_folder(name, data_dir)
     if name == "cifar10":
         key, num_classes = b"labels", 10
     else:
@@ -75,7 +83,22 @@ def load_cifar(name: str, data_dir: str | None, coarse: bool = False):
     return (*parts["train"], *parts["test"], num_classes)
 
 
-@register_dataset("cifar10", "cifar100", natural=False, pipeline=True)
+def shape(cfg) -> DataShape:
+    classes = 10 if cfg.dataset == "cifar10" else (20 if cfg.coarse_labels else 100)
+    return DataShape(50000, 10000, (3, 32, 32), 1, classes)  # uint8 on the device
+
+
+def find(cfg) -> Path:
+    return cifar_folder(cfg.dataset, cfg.data_dir, download=False)
+
+
+def fetch(cfg) -> bool:
+    return auto_fetch(cfg.dataset)
+
+
+@register_dataset(
+    "cifar10", "cifar100", natural=False, pipeline=True, shape=shape, locate=find, fetch=fetch
+)
 def load(cfg) -> Arrays:
     *arrays, num_classes = load_cifar(cfg.dataset, cfg.data_dir, cfg.coarse_labels)
     labels = " (coarse labels)" if cfg.coarse_labels else ""

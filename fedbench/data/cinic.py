@@ -17,14 +17,15 @@ import numpy as np
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import cache_root, find_folder
-from fedbench.data.registry import Arrays, register_dataset
+from fedbench.data.registry import Arrays, DataShape, register_dataset
 from fedbench.errors import FedbenchError
 
 CLASSES = 10
 CACHE_MIN = 1000  # images; smaller splits are decoded every time
 HOW_TO_GET = (
-    "run `fedbench data get cinic10`, or put CINIC-10/ (github.com/BayesWatch/cinic-10) "
-    "in --data-dir"
+    "expected CINIC-10/{train,test}/<10 class folders>/*.png (github.com/BayesWatch/cinic-10); "
+    "run `fedbench data get cinic10` (from a mirror: --url URL or $FEDBENCH_MIRROR), or put "
+    "CINIC-10/ in --data-dir"
 )
 
 
@@ -87,22 +88,40 @@ def _cache_path(folder: Path, files: list[tuple[int, Path]]) -> Path:
     return cache_root() / "decoded" / f"cinic10-{folder.name}-{h.hexdigest()[:16]}.npz"
 
 
-def load_cinic(data_dir: str | None):
-    """(train_x uint8 [n,3,32,32], train_y, test_x, test_y, num_classes)."""
-    folder = find_folder(
+def cinic_folder(data_dir: str | None, download: bool = True) -> Path:
+    """The CINIC-10 folder; a download into the cache when none is found (unless download=False
+    or FEDBENCH_NO_DOWNLOAD)."""
+    return find_folder(
         "cinic10",
         data_dir,
         ["CINIC-10", "cinic-10", "cinic10", ""],
         _has_splits,
         HOW_TO_GET,
-        lambda: auto_fetch("cinic10"),
+        (lambda: auto_fetch("cinic10")) if download else None,
     )
+
+
+def load_cinic(data_dir: str | None):
+    """(train_x uint8 [n,3,32,32], train_y, test_x, test_y, num_classes)."""
+    folder = cinic_folder(data_dir)
     trx, tr_y = read_split(folder / "train")
     tex, te_y = read_split(folder / "test")
     return trx, tr_y, tex, te_y, CLASSES
 
 
-@register_dataset("cinic10", natural=False, pipeline=True)
+def shape(cfg) -> DataShape:
+    return DataShape(90000, 90000, (3, 32, 32), 1, CLASSES)  # uint8 on the device
+
+
+def find(cfg) -> Path:
+    return cinic_folder(cfg.data_dir, download=False)
+
+
+def fetch(cfg) -> bool:
+    return auto_fetch("cinic10")
+
+
+@register_dataset("cinic10", natural=False, pipeline=True, shape=shape, locate=find, fetch=fetch)
 def load(cfg) -> Arrays:
     *arrays, num_classes = load_cinic(cfg.data_dir)
     labels = " (coarse labels)" if cfg.coarse_labels else ""

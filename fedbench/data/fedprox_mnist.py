@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from fedbench.data import partition as part
-from fedbench.data.idx import load_idx_dataset
-from fedbench.data.registry import Arrays, register_dataset
+from fedbench.data.download import auto_fetch
+from fedbench.data.idx import load_idx_dataset, locate
+from fedbench.data.registry import Arrays, DataShape, float_bytes, register_dataset
 
 
 def fedprox_mnist(data_dir, num_clients: int = 1000, p: int = 2, sigma: float = 2.0, seed=0):
@@ -39,7 +40,19 @@ def fedprox_mnist(data_dir, num_clients: int = 1000, p: int = 2, sigma: float = 
     return x[order].reshape(shape), y[order], x[test].reshape(shape), y[test], parts, info
 
 
-@register_dataset("fedprox-mnist", natural=True)
+def shape(cfg) -> DataShape:
+    return DataShape(63000, 7000, (1, 28, 28), float_bytes(cfg), 10)  # 70,000 split 90/10
+
+
+def find(cfg):
+    return locate("mnist", cfg.data_dir, download=False)
+
+
+def fetch(cfg) -> bool:
+    return auto_fetch("mnist")
+
+
+@register_dataset("fedprox-mnist", natural=True, shape=shape, locate=find, fetch=fetch)
 def load(cfg) -> Arrays:
     n, p, sigma = cfg.num_clients, cfg.classes_per_client, cfg.powerlaw_sigma
     trx, try_, tex, tey, parts, info = fedprox_mnist(

@@ -15,7 +15,7 @@ import numpy as np
 
 from fedbench.data.download import auto_fetch
 from fedbench.data.locate import cache_root
-from fedbench.data.registry import Arrays, register_dataset
+from fedbench.data.registry import Arrays, DataShape, float_bytes, register_dataset
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 
@@ -28,10 +28,15 @@ FILES = {
 # torchvision folder names and the Debian package's folder
 FOLDERS = {"mnist": "MNIST", "fmnist": "FashionMNIST"}
 SYSTEM_DIRS = {"fmnist": ["/usr/share/datasets/fashion-mnist"], "mnist": []}
+_LAYOUT = (
+    "the 4 IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
+    "t10k-labels-idx1-ubyte; gzipped or not)"
+)
 HOW_TO_GET = {
-    "mnist": "run `fedbench data get mnist`, or put the 4 IDX files in --data-dir",
-    "fmnist": "run `fedbench data get fmnist` (or apt-get install dataset-fashion-mnist), "
-    "or put the 4 IDX files in --data-dir",
+    "mnist": "run `fedbench data get mnist` (from a mirror: --url URL or $FEDBENCH_MIRROR), "
+    f"or put {_LAYOUT} in --data-dir",
+    "fmnist": "run `fedbench data get fmnist` (from a mirror: --url URL or $FEDBENCH_MIRROR; "
+    f"or apt-get install dataset-fashion-mnist), or put {_LAYOUT} in --data-dir",
 }
 # per-pixel mean and std of the training images, scaled to [0, 1]
 NORMALIZE = {"mnist": (0.1307, 0.3081), "fmnist": (0.2860, 0.3530)}
@@ -59,12 +64,14 @@ def _find(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def locate(name: str, data_dir: str | None) -> Path:
+def locate(name: str, data_dir: str | None, download: bool = True) -> Path:
+    """The folder holding the 4 IDX files; else a download into the cache (download=True and
+    FEDBENCH_NO_DOWNLOAD unset); else one line naming where we looked."""
     dirs = candidate_dirs(name, data_dir)
     for d in dirs:
         if all(_find(d, stem) for stem in FILES.values()):
             return d
-    if auto_fetch(name):
+    if download and auto_fetch(name):
         return locate_no_download(name, dirs)
     looked = ", ".join(str(d) for d in dirs)
     raise FedbenchError(f"{name} not found (looked in {looked}); {HOW_TO_GET[name]}")
@@ -121,7 +128,19 @@ def images_to_tensor(x: np.ndarray, name: str, dtype: torch.dtype, normalize: st
     return ((t - mean) / std).unsqueeze(1).to(dtype)  # [n, 1, 28, 28]
 
 
-@register_dataset("mnist", "fmnist", natural=False)
+def shape(cfg) -> DataShape:
+    return DataShape(60000, 10000, (1, 28, 28), float_bytes(cfg), 10)
+
+
+def find(cfg) -> Path:
+    return locate(cfg.dataset, cfg.data_dir, download=False)
+
+
+def fetch(cfg) -> bool:
+    return auto_fetch(cfg.dataset)
+
+
+@register_dataset("mnist", "fmnist", natural=False, shape=shape, locate=find, fetch=fetch)
 def load(cfg) -> Arrays:
     name, dtype = cfg.dataset, getattr(torch, cfg.dtype)
     trx, train_y, tex, test_y = load_idx_dataset(name, cfg.data_dir)

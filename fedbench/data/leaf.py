@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fedbench.data.locate import find_folder
-from fedbench.data.registry import Arrays, register_dataset
+from fedbench.data.registry import Arrays, DataShape, float_bytes, register_dataset
 from fedbench.errors import FedbenchError
 
 ALL_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -200,14 +200,22 @@ def _to_indices(tweets: list[list[str]], vocab: dict[str, int]) -> np.ndarray:
     return out
 
 
-def load_leaf(name: str, data_dir: str | None, glove: str | None = None) -> LeafData:
-    root = find_folder(
+def leaf_folder(name: str, data_dir: str | None) -> Path:
+    """The folder holding a LEAF dataset's train/ and test/ JSON files (never downloaded: LEAF's
+    scripts build them)."""
+    return find_folder(
         name,
         data_dir,
         [name, f"leaf/data/{name}", f"leaf/{name}", ""] if name else [""],
         _ok,
-        f"put LEAF's {name}/train and {name}/test JSON folders in --data-dir ({LEAF_URL})",
+        f"expected {name}/train/*.json and {name}/test/*.json (LEAF's JSON, {LEAF_URL}); "
+        f"`fedbench data get {name}` prints the steps that build it; put the {name}/ folder in "
+        "--data-dir",
     )
+
+
+def load_leaf(name: str, data_dir: str | None, glove: str | None = None) -> LeafData:
+    root = leaf_folder(name, data_dir)
     tr_users, tr_x, tr_y, tr_files = read_split(_split_dir(root, "train"))
     te_users, te_x, te_y, te_files = read_split(_split_dir(root, "test"))
     info: dict = {"source": str(root)}
@@ -254,7 +262,21 @@ def load_leaf(name: str, data_dir: str | None, glove: str | None = None) -> Leaf
     )
 
 
-@register_dataset("femnist", "shakespeare", "sent140", natural=True)
+def shape(cfg) -> DataShape:
+    """Sizes known before reading the JSON: none of the sample counts (0: a lower bound), and
+    sent140's vocabulary (1: a lower bound)."""
+    if cfg.dataset == "femnist":
+        return DataShape(0, 0, (1, 28, 28), float_bytes(cfg), 62)
+    if cfg.dataset == "shakespeare":
+        return DataShape(0, 0, (SEQ_LEN,), 8, len(ALL_LETTERS), {"vocab_size": len(ALL_LETTERS)})
+    return DataShape(0, 0, (MAX_WORDS,), 8, 2, {"vocab_size": 1})
+
+
+def find(cfg) -> Path:
+    return leaf_folder(cfg.dataset, cfg.data_dir)
+
+
+@register_dataset("femnist", "shakespeare", "sent140", natural=True, shape=shape, locate=find)
 def load(cfg) -> Arrays:
     name = cfg.dataset
     leaf = load_leaf(name, cfg.data_dir, cfg.glove)

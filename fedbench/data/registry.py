@@ -1,5 +1,8 @@
 """The dataset registry: each loader module registers its dataset name(s) with
-``@register_dataset(name, ..., natural=..., pipeline=...)`` on a function cfg -> Arrays.
+``@register_dataset(name, ..., natural=..., pipeline=...)`` on a function cfg -> Arrays;
+optionally with ``shape=`` (cfg -> DataShape, its sizes before loading it: the memory estimate)
+``locate=`` (cfg -> its folder) and ``fetch=`` (cfg -> downloaded into the cache): a sweep checks
+that its data is here, or downloads it once, before planning.
 
 fedbench.data.load_arrays looks the name up, partitions the training data when the dataset has
 no natural split, and adds the image input pipeline when the entry asks for one.
@@ -34,15 +37,41 @@ class Arrays:
 
 
 @dataclass(frozen=True)
+class DataShape:
+    """A dataset's sizes as its loader knows them before reading a file (the memory estimate):
+    samples (a lower bound where only the files know), one input's shape, the bytes of one
+    stored input value on the device, classes, and what models read from the data's info."""
+
+    train: int
+    test: int
+    input_shape: tuple[int, ...]
+    itemsize: int
+    num_classes: int
+    info: dict = field(default_factory=dict)
+
+
+def float_bytes(cfg) -> int:
+    """Bytes of one value of the run's float dtype."""
+    return 8 if cfg.dtype == "float64" else 4
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     name: str
     load: Callable[[Any], Arrays]  # cfg -> Arrays
     natural: bool  # comes with its own per-device split (partition=natural)
     pipeline: bool = False  # uint8 images that go through the per-batch input pipeline
+    shape: Callable[[Any], DataShape] | None = None  # cfg -> sizes; None: not known
+    # cfg -> the dataset's folder (never downloading), or a one-line FedbenchError naming the
+    # folders searched, the layout expected and how to get it; None: nothing to find
+    locate: Callable[[Any], Any] | None = None
+    fetch: Callable[[Any], bool] | None = None  # cfg -> downloaded; None: not downloadable
 
 
-def _spec(name: str, load, natural: bool, pipeline: bool = False) -> DatasetSpec:
-    return DatasetSpec(name, load, natural, pipeline)
+def _spec(
+    name: str, load, natural: bool, pipeline=False, shape=None, locate=None, fetch=None
+) -> DatasetSpec:
+    return DatasetSpec(name, load, natural, pipeline, shape, locate, fetch)
 
 
 def _allow(name: str, spec: DatasetSpec) -> None:

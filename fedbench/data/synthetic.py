@@ -9,9 +9,11 @@ The random calls follow the original script's order, from a seeded RandomState.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from fedbench.data.registry import Arrays, register_dataset
+from fedbench.data.registry import Arrays, DataShape, float_bytes, register_dataset
 
 DIM = 60
 NUM_CLASSES = 10
@@ -49,7 +51,16 @@ def generate_synthetic(alpha: float, beta: float, iid: bool, num_devices: int = 
     return out
 
 
-@register_dataset("synthetic", natural=True)
+# a device's expected samples: E[int(lognormal(4, 2))] + 50 = exp(4 + 2**2 / 2) - 1/2 + 50
+MEAN_DEVICE_SAMPLES = math.exp(6) + 49.5
+
+
+def shape(cfg) -> DataShape:
+    n = int(cfg.num_clients * MEAN_DEVICE_SAMPLES)  # expected; split 90/10
+    return DataShape(n * 9 // 10, n // 10, (DIM,), float_bytes(cfg), NUM_CLASSES)
+
+
+@register_dataset("synthetic", natural=True, shape=shape)
 def load(cfg) -> Arrays:
     alpha, beta, iid = cfg.syn_alpha, cfg.syn_beta, cfg.syn_iid
     trx, try_, tex, tey = generate_synthetic(

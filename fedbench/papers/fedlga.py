@@ -44,6 +44,23 @@ FEDLGA_EQ6 = "FedLGA (Eq. 6)"  # rows of FedLGA with g = eq6, the paper's Eq. 6 
 TO_TARGET = {"stop_at_target": True}
 _TO = "rounds to target"
 _BASELINES = [label for _, label in FEDLGA_METHODS[1:]]
+# FedSAM takes two gradient passes a local step; the paper "evaluated [it] based on the
+# operation number for comparison" (§VI-A3), so its rows at equal gradient evaluations (the same
+# runs, counted per gradient: metrics.py) are the ones the claims compare with
+FEDSAM_EQUAL = "FedSAM (equal grads)"
+_EQUAL_GRADS_METRIC = {
+    "rounds_to_target": "rounds_to_target_2grads",
+    "best_acc": "best_acc_half_rounds",
+}
+_FAIR_BASELINES = [b for b in _BASELINES if b != "FedSAM"] + [FEDSAM_EQUAL]
+_FEDSAM_NOTE = (
+    f"'{FEDSAM_EQUAL}': FedSAM's runs counted at FedAvg's gradient evaluations (two a local "
+    "step: rounds to target x 2, best accuracy over the first half of the rounds), as the paper "
+    "compares it ('based on the operation number', §VI-A3); the claims use this row, 'FedSAM' "
+    "is the same runs per round."
+)
+# FedAvg with no slow devices (hetero none): the partial work's cost to FedAvg (spec §7.17)
+NO_PARTIAL = "FedAvg, no partial work"
 _TAU_ROWS = [f"FedLGA tau_max={f}E" for f in TAU_FRACTIONS]
 _CURVES = ("test_acc", "train_loss")
 # FedLGA under both of the paper's readings of g (methods/fedlga.py): the text's (the default)
@@ -54,6 +71,7 @@ _COMPARED = (
     *((label, dict(method="fedlga", **over)) for label, over in _FEDLGA_READINGS),
     *((label, {"method": m}) for m, label in FEDLGA_METHODS[1:]),
 )
+_COMPARED_FAIR = (*_COMPARED, (FEDSAM_EQUAL, {"method": "fedsam"}))
 _READINGS_NOTE = (
     "FedLGA rows use the text's reading of g (the default); 'FedLGA (Eq. 6)' rows read "
     "Eq. 6 literally (g = eq6). The paper's number is the same for both."
@@ -61,7 +79,12 @@ _READINGS_NOTE = (
 
 
 def _paper_label(label: str) -> str:
-    return "FedLGA" if label == FEDLGA_EQ6 else label
+    return {FEDLGA_EQ6: "FedLGA", FEDSAM_EQUAL: "FedSAM"}.get(label, label)
+
+
+def _metric(label: str, metric: str) -> str:
+    """The metric of a row: FedSAM at equal gradient evaluations counts its runs per gradient."""
+    return _EQUAL_GRADS_METRIC[metric] if label == FEDSAM_EQUAL else metric
 
 
 # ---------------------------------------------------------------- presets
@@ -158,30 +181,41 @@ def _ratio(a, b):
     return a / b
 
 
-def _minus(a, b):
-    return None if a is None or b is None else a - b
-
-
 def _fedlga_first(col_of, row: str = "FedLGA") -> Callable:
     """FedLGA's row needs fewer rounds than every baseline in each of the columns col_of gives."""
-    return every(*(lowest((row, c), [(b, c) for b in _BASELINES], stated="text") for c in col_of))
+    fair = _FAIR_BASELINES
+    return every(*(lowest((row, c), [(b, c) for b in fair], stated="text") for c in col_of))
 
 
+# seconds on a shared 2-core machine drift with its load by more than seed noise (tables/README:
+# per-round gaps of 3-7 % reversed between two renders): a timing difference counts only beyond
+# this fraction of the faster one's mean
+TIME_DRIFT = 0.10
+_TIME_SAID = (
+    "§VI-B3: 'FedLGA reaches the best total running time for all of the three introduced "
+    "datasets, while only the third-best on the single running time ... Compared to FedAvg and "
+    "FedNova which reach better single running time'"
+)
 RUNTIME_CLAIMS = (
     Claim(
-        "FedLGA reaches the target in the least total time of all methods",
+        "FedLGA reaches the target in the least total time of all methods (by more than the "
+        f"machine's {TIME_DRIFT:.0%} drift)",
         lowest(
             ("FedLGA", "total s to target"),
             [(b, "total s to target") for b in _BASELINES],
             stated="text: best total time on all three datasets",
+            drift=TIME_DRIFT,
         ),
+        source=_TIME_SAID,
     ),
     Claim(
-        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server)",
+        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server; by "
+        f"more than the machine's {TIME_DRIFT:.0%} drift)",
         every(
-            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")]),
-            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")]),
+            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")], drift=TIME_DRIFT),
+            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")], drift=TIME_DRIFT),
         ),
+        source=_TIME_SAID,
     ),
 )
 
@@ -191,7 +225,7 @@ RUNTIME_CLAIMS = (
     "FedLGA (TCYB 2023) Table V",
     "Running time: seconds per round and to target",
     FEDLGA_DATASETS,
-    plot=PlotSpec("curves", "seconds_to_target", _CURVES, panels="dataset"),
+    plot=PlotSpec("curves", "seconds_to_target", _CURVES, panels="dataset", x="cum_seconds"),
     notes=(
         "paper: GTX 1080Ti; ours: the device in the header. Compare ratios, not "
         "seconds. Targets: FMNIST 65%, CIFAR-10 55%, CIFAR-100 40%.",
@@ -214,6 +248,27 @@ def _runtime(ds: str) -> list[Cell]:
     return out
 
 
+def partial_work_cost() -> Claim:
+    """The reading-free bound (spec §7.17), measured, not counted: FedAvg's rounds with the
+    table's partial work over its rounds with none; Table VI implies 116 / 29 for FMNIST (FedLGA
+    at 0.2E has no partial work under the tau reading and "FedAvg ... could be considered as a
+    special case of the proposed FedLGA ... with tau_i = 1 for all devices", §IV-B)."""
+    return Claim(
+        "partial work costs FedAvg this many times its rounds with no slow devices (FedAvg at "
+        "tau_max = E-1 over FedAvg with none); the paper implies FedAvg 116 / FedLGA at 0.2E 29 "
+        "= 4.0x on FMNIST (Table VI; at 0.2E = 1 epoch short FedLGA has nothing to correct)",
+        ratio_near(
+            ("FedAvg", _TO), (NO_PARTIAL, _TO), paper_from=(("FedAvg", _TO), (_TAU_ROWS[-1], _TO))
+        ),
+        counted=False,
+    )
+
+
+_TAU_SAID = (
+    "§VI-C1: 'on each considered value of tau_max, FedLGA outperforms the compared FL methods. "
+    "In addition, as tau_max becomes larger, the performance of FedLGA degrades'; Table VI "
+    "gives the baselines one number each ('-' under tau_max: the default tau_max = E-1)"
+)
 TAU_CLAIMS = (
     Claim(
         "FedLGA (tau_max = 0.8E) needs fewer rounds to the target than FedAvg",
@@ -228,34 +283,37 @@ TAU_CLAIMS = (
         ratio_near(("FedAvg", _TO), (FEDLGA_TAU_ROW, _TO)),
     ),
     Claim(
-        "at every tau_max FedLGA needs fewer rounds than every baseline",
-        every(*(lowest((r, _TO), [(b, _TO) for b in _BASELINES]) for r in _TAU_ROWS)),
+        "at every tau_max FedLGA needs fewer rounds than every baseline (as Table VI is built: "
+        "FedLGA at each tau_max against the baselines at tau_max = E-1 = 0.8E, so at 0.2E "
+        "FedLGA has no partial work at all and the baselines the most)",
+        every(*(lowest((r, _TO), [(b, _TO) for b in _FAIR_BASELINES]) for r in _TAU_ROWS)),
+        source=_TAU_SAID,
     ),
     Claim(
         "FedLGA degrades as tau_max grows (rounds: 0.2E <= 0.4E <= 0.6E <= 0.8E)",
         ordered([(r, _TO) for r in reversed(_TAU_ROWS)]),
+        source=_TAU_SAID,
     ),
+    partial_work_cost(),
+)
+TAU_NOTES = (
+    "baselines run at tau_max = E-1; 'x FedLGA's rounds' is a baseline's rounds "
+    "over FedLGA's (paper: the CIFAR-100 text, 1.9x ... 1.1x).",
+    _READINGS_NOTE,
+    _FEDSAM_NOTE,
+    f"'{NO_PARTIAL}': FedAvg with no slow devices (hetero none), the bound no correction of "
+    "partial work can beat (spec §7.17).",
 )
 
 
-@table(
-    "tau",
-    "FedLGA (TCYB 2023) Table VI",
-    "Rounds to target accuracy for tau_max",
-    FEDLGA_DATASETS,
-    plot=PlotSpec("versus", "rounds_to_target", xlabel="tau_max / E"),
-    notes=(
-        "baselines run at tau_max = E-1; 'x FedLGA's rounds' is a baseline's rounds "
-        "over FedLGA's (paper: the CIFAR-100 text, 1.9x ... 1.1x).",
-        _READINGS_NOTE,
-    ),
-    claims=TAU_CLAIMS,
-)
-def _tau(ds: str) -> list[Cell]:
-    col = "rounds to target"
+def tau_cells(ds: str, preset: str, reading: dict | None = None) -> list[Cell]:
+    """Table VI's cells on `preset`, every FedLGA and baseline run under `reading` (fields of the
+    heterogeneity model; none: the default), FedSAM also at equal gradient evaluations, and
+    FedAvg with no slow devices (hetero none: no reading applies)."""
+    reading = reading or {}
 
-    def cell(row: str, ref: PaperRef, x: float, **over) -> Cell:
-        return runs(ds, row, col, "rounds_to_target", f"fedlga-{ds}", ref, x=x, **over, **TO_TARGET)
+    def cell(row: str, ref, x: float, metric: str = "rounds_to_target", **over) -> Cell:
+        return runs(ds, row, _TO, metric, preset, ref, x=x, **over, **TO_TARGET)
 
     out = [
         cell(
@@ -265,37 +323,63 @@ def _tau(ds: str) -> list[Cell]:
             method="fedlga",
             tau_max=_tau_fraction(f),
             **over,
+            **reading,
         )
         for name, over in _FEDLGA_READINGS
         for f in TAU_FRACTIONS
     ]
-    for m, label in FEDLGA_METHODS[1:]:  # x: tau_max = E-1 = 0.8E at the default E = 5
-        out.append(cell(label, _table6(label), 0.8, method=m, tau_max=_tau_full))
-        ratio = Derived(((label, col), (FEDLGA_TAU_ROW, col)), _ratio)
-        ref = PaperRef("fedlga", "text_rounds", label, "fedlga_speedup_x", "default")
+    for m, label in (*FEDLGA_METHODS[1:], ("fedsam", FEDSAM_EQUAL)):
+        # x: tau_max = E-1 = 0.8E at the default E = 5
+        metric = _metric(label, "rounds_to_target")
+        ref = _table6(_paper_label(label))
+        out.append(cell(label, ref, 0.8, metric, method=m, tau_max=_tau_full, **reading))
+        ratio = Derived(((label, _TO), (FEDLGA_TAU_ROW, _TO)), _ratio)
+        ref = PaperRef("fedlga", "text_rounds", _paper_label(label), "fedlga_speedup_x", "default")
         out.append(Cell(ds, label, "x FedLGA's rounds", derived=ratio, paper=ref))
+    out.append(cell(NO_PARTIAL, None, 0.0, method="fedavg", hetero="none"))
     return out
 
 
+@table(
+    "tau",
+    "FedLGA (TCYB 2023) Table VI",
+    "Rounds to target accuracy for tau_max",
+    FEDLGA_DATASETS,
+    plot=PlotSpec("versus", "rounds_to_target", xlabel="tau_max / E"),
+    notes=TAU_NOTES,
+    claims=TAU_CLAIMS,
+)
+def _tau(ds: str) -> list[Cell]:
+    return tau_cells(ds, f"fedlga-{ds}")
+
+
+_BEST = "best acc %"
+_GAIN = "FedLGA's gain over this (% relative)"
 BEST_ACC_CLAIMS = (
     Claim(
         "FedLGA has the best test accuracy of all methods",
         lowest(
-            ("FedLGA", "best acc %"),
-            [(b, "best acc %") for b in _BASELINES],
+            ("FedLGA", _BEST),
+            [(b, _BEST) for b in _FAIR_BASELINES],
             lower=False,
             stated="text: best on each dataset",
         ),
     ),
     Claim(
         "FedLGA improves FedAvg's best accuracy (64.44 vs 60.91 % on CIFAR-10)",
-        lowest(("FedLGA", "best acc %"), [("FedAvg", "best acc %")], lower=False),
+        lowest(("FedLGA", _BEST), [("FedAvg", _BEST)], lower=False),
     ),
     Claim(
         "FedLGA read as Eq. 6 improves FedAvg's best accuracy",
-        lowest((FEDLGA_EQ6, "best acc %"), [("FedAvg", "best acc %")], lower=False),
+        lowest((FEDLGA_EQ6, _BEST), [("FedAvg", _BEST)], lower=False),
     ),
 )
+
+
+def _gain(fedlga, other):
+    """FedLGA's best accuracy over another's, in % relative (the text's 'improves ... by 5.7%':
+    64.44 vs FedAvg's 60.91 %, abstract)."""
+    return None if fedlga is None or not other else 100.0 * (fedlga - other) / other
 
 
 @table(
@@ -305,37 +389,32 @@ BEST_ACC_CLAIMS = (
     FEDLGA_DATASETS,
     plot=PlotSpec("bars", "best_acc"),
     notes=(
-        "paper numbers are from the text (CIFAR-10 only): FedLGA 64.44% 'improves' by "
-        "5.7, 3.8, ... %; the CSV's FedAvg 60.91% reads them as relative, the "
-        "'FedLGA minus this' column as points.",
+        "paper numbers are from the text (CIFAR-10 only): FedLGA 64.44 % 'improves' FedAvg's "
+        "(60.91 %, the abstract) 'by 5.7%, 3.8%, ...': relative gains, (FedLGA - this) / this "
+        f"(64.44 vs 60.91 is 5.8 % relative, 3.53 points); '{_GAIN}' is ours in the same unit.",
         _READINGS_NOTE,
+        _FEDSAM_NOTE,
     ),
     claims=BEST_ACC_CLAIMS,
     calibrated_by="tau",  # Fig. 5 gives no FMNIST number; its setting is Table VI's
 )
 def _best_acc(ds: str) -> list[Cell]:
-    col = "best acc %"
     out = []
-    for label, over in _COMPARED:
+    for label, over in _COMPARED_FAIR:
         ref, paper_label = None, _paper_label(label)
-        # the text's absolute numbers are FedLGA's and FedAvg's (the rest: differences)
+        # the text's absolute numbers are FedLGA's and FedAvg's (the rest: relative gains)
         if paper_label in ("FedLGA", "FedAvg"):
             ref = PaperRef(
                 "fedlga", "text_best_acc", paper_label, "best_test_accuracy_pct", "default"
             )
-        out.append(runs(ds, label, col, "best_acc", f"fedlga-{ds}", ref, **over))
+        metric = _metric(label, "best_acc")
+        out.append(runs(ds, label, _BEST, metric, f"fedlga-{ds}", ref, **over))
         if paper_label != "FedLGA":
-            out.append(
-                Cell(
-                    ds,
-                    label,
-                    "FedLGA minus this",
-                    derived=Derived((("FedLGA", col), (label, col)), _minus),
-                    paper=PaperRef(
-                        "fedlga", "text_best_acc", label, "fedlga_improvement_pct_points", "default"
-                    ),
-                )
+            gain = PaperRef(
+                "fedlga", "text_best_acc", paper_label, "fedlga_improvement_pct_relative", "default"
             )
+            derived = Derived((("FedLGA", _BEST), (label, _BEST)), _gain)
+            out.append(Cell(ds, label, _GAIN, derived=derived, paper=gain))
     return out
 
 
@@ -345,11 +424,12 @@ def _versus_methods(param: str, grid, overrides, paper) -> Callable[[str], list[
 
     def build(ds: str) -> list[Cell]:
         out = []
-        for label, fields in _COMPARED:
+        for label, fields in _COMPARED_FAIR:
+            metric = _metric(label, "rounds_to_target")
             for v in grid:
                 ref, col = paper(ds, _paper_label(label), v), f"{param}={v}"
                 over = dict(x=v, **fields, **overrides(v), **TO_TARGET)
-                out.append(runs(ds, label, col, "rounds_to_target", f"fedlga-{ds}", ref, **over))
+                out.append(runs(ds, label, col, metric, f"fedlga-{ds}", ref, **over))
         return out
 
     return build
@@ -394,6 +474,7 @@ register(
             "tau_max = E-1, rho = 0.5. The figure's E grid is not in the text (E=8 is); "
             "E=5 matches Table VI.",
             _READINGS_NOTE,
+            _FEDSAM_NOTE,
         ),
         claims=EPOCHS_CLAIMS,
     )
@@ -404,14 +485,55 @@ def _rho_paper(ds, label, rho):
     return _table6(label) if rho == 0.5 else None
 
 
+_RHO_SAID = (
+    "§VI-B2: 'for FMNIST and CIFAR-10 datasets, when rho=0.1, all the compared FL methods in "
+    "this article have similar performance ... for the CIFAR-100 dataset ... the proposed FedLGA "
+    "algorithm has a significant advantage over other methods when rho=0.1. Additionally, for "
+    "different values of rho, the proposed FedLGA algorithm outperforms other compared methods'"
+)
+SIMILAR = 0.25  # 'similar performance': rounds within a factor 1.25 of FedLGA's
+
+
+def _similar_at(col: str, row: str = "FedLGA") -> Callable:
+    """Every baseline's rounds within a factor 1 + SIMILAR of FedLGA's (per-seed ratios)."""
+    return every(
+        *(ratio_near((b, col), (row, col), SIMILAR, paper_ratio=1.0) for b in _FAIR_BASELINES)
+    )
+
+
+_RHO_ABOVE = [f"rho={r}" for r in RHO_GRID if r > 0.1]
 RHO_CLAIMS = (
     Claim(
-        "at every rho FedLGA needs fewer rounds than every baseline",
+        "at rho = 0.1 all methods need similar rounds (every baseline within a factor "
+        f"{1 + SIMILAR:g} of FedLGA's)",
+        _similar_at("rho=0.1"),
+        datasets=("fmnist", "cifar10"),
+        source=_RHO_SAID,
+    ),
+    Claim(
+        "at every rho above 0.1 FedLGA needs fewer rounds than every baseline",
+        _fedlga_first(_RHO_ABOVE),
+        datasets=("fmnist", "cifar10"),
+        source=_RHO_SAID,
+    ),
+    Claim(
+        "at every rho above 0.1 FedLGA read as Eq. 6 needs fewer rounds than every baseline",
+        _fedlga_first(_RHO_ABOVE, FEDLGA_EQ6),
+        datasets=("fmnist", "cifar10"),
+        source=_RHO_SAID,
+    ),
+    Claim(
+        "at every rho (0.1 too: 'a significant advantage') FedLGA needs fewer rounds than every "
+        "baseline",
         _fedlga_first([f"rho={r}" for r in RHO_GRID]),
+        datasets=("cifar100",),
+        source=_RHO_SAID,
     ),
     Claim(
         "at every rho FedLGA read as Eq. 6 needs fewer rounds than every baseline",
         _fedlga_first([f"rho={r}" for r in RHO_GRID], FEDLGA_EQ6),
+        datasets=("cifar100",),
+        source=_RHO_SAID,
     ),
 )
 
@@ -424,7 +546,7 @@ register(
         FEDLGA_DATASETS,
         _versus_methods("rho", RHO_GRID, lambda r: {"rho": r, "tau_max": _tau_full}, _rho_paper),
         plot=PlotSpec("versus", "rounds_to_target", xlabel="rho"),
-        notes=("E = 5, tau_max = E-1; rho = 0.5 matches Table VI.", _READINGS_NOTE),
+        notes=("E = 5, tau_max = E-1; rho = 0.5 matches Table VI.", _READINGS_NOTE, _FEDSAM_NOTE),
         claims=RHO_CLAIMS,
         calibrated_by="tau",  # Fig. 7 gives no number to fit; rho = 0.5 is Table VI's setting
     )
@@ -443,7 +565,7 @@ def _fedlga_ablation(param: str, grid, key: str, paper_for) -> Callable[[str], l
                 over.update(IMBALANCE_SPLIT, P=30 if ds == "cifar100" else 3)
             for row, metric, paper in (
                 ("rounds to target", "rounds_to_target", paper_for(ds, v)),
-                ("best acc %", "best_acc", None),
+                (_BEST, "best_acc", None),
             ):
                 pre, col = f"fedlga-{ds}", f"{param}={v}"
                 out.append(runs(ds, row, col, metric, pre, paper, x=v, method="fedlga", **over))
@@ -456,14 +578,28 @@ def _n_paper(ds, n):
     return _table6("FedLGA") if n == 50 else None
 
 
+# Figs. 8-10 are CIFAR-10/100 only; FMNIST with the paper's own FMNIST setting (MLP, Tables V-VI)
+# runs their protocol here, as a substitute: its trends, not its numbers, compare with theirs
+ABLATION_DATASETS = ("cifar10", "cifar100", "fmnist")
+FMNIST_SUBSTITUTE = (
+    (
+        "fmnist",
+        "FMNIST with FedLGA's MLP 784-400-10 (its Tables V-VI setting) stands in for the "
+        "paper's CIFAR-10/100 ResNet-20, which this machine lacks: compare trends, not numbers",
+    ),
+)
+_N_SAID = (
+    "§VI-C2: 'as the number of N grows, the proposed FedLGA algorithm presumes a significantly "
+    "better learning performance on both the testing accuracy and the convergence speed'"
+)
 DEVICES_CLAIMS = (
     Claim(
         "FedLGA learns better as N grows (best accuracy: N=30 <= 50 <= 100)",
-        ordered([("best acc %", f"N={n}") for n in N_GRID], stated="text and Fig. 8"),
+        ordered([(_BEST, f"N={n}") for n in N_GRID], stated=_N_SAID),
     ),
     Claim(
         "FedLGA converges faster as N grows (rounds: N=30 >= 50 >= 100)",
-        ordered([(_TO, f"N={n}") for n in N_GRID], increasing=False, stated="text and Fig. 8"),
+        ordered([(_TO, f"N={n}") for n in N_GRID], increasing=False, stated=_N_SAID),
     ),
 )
 
@@ -473,10 +609,12 @@ register(
         "devices",
         "FedLGA (TCYB 2023) Fig. 8",
         "FedLGA against the number of devices N",
-        ("cifar10", "cifar100"),
+        ABLATION_DATASETS,
         _fedlga_ablation("N", N_GRID, "N", _n_paper),
         plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
         claims=DEVICES_CLAIMS,
+        substitutes=FMNIST_SUBSTITUTE,
+        calibrated_by="tau",  # Fig. 8 gives no number to fit; N = 50 is Table VI's setting
     )
 )
 
@@ -490,7 +628,12 @@ def _k_paper(ds, k):
 SAMPLED_CLAIMS = (
     Claim(
         "FedLGA needs fewer rounds as K grows (K=5 >= 10 >= 25)",
-        ordered([(_TO, f"K={k}") for k in K_GRID], increasing=False, stated="text and Fig. 9"),
+        ordered(
+            [(_TO, f"K={k}") for k in K_GRID],
+            increasing=False,
+            stated="§VI-C3: 'the performance of FedLGA has significant improvement as the number "
+            "of K grows'",
+        ),
     ),
     Claim(
         "K = 25 needs 46% fewer rounds than K = 10 (78 vs 145 on CIFAR-100)",
@@ -505,22 +648,28 @@ register(
         "sampled",
         "FedLGA (TCYB 2023) Fig. 9",
         "FedLGA against devices per round K",
-        ("cifar10", "cifar100"),
+        ABLATION_DATASETS,
         _fedlga_ablation("K", K_GRID, "K", _k_paper),
         plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
         claims=SAMPLED_CLAIMS,
+        substitutes=FMNIST_SUBSTITUTE,
+        calibrated_by="tau",  # K = 10 is Table VI's setting
     )
 )
 
 
+_XI_SAID = (
+    "§VI-C4: 'though the performance of FedLGA decreases as the imbalanced ratio increases, it "
+    "can still get converged and achieve the target testing accuracy'"
+)
 IMBALANCE_CLAIMS = (
     Claim(
         "FedLGA degrades as xi grows (best accuracy: xi=1 >= 2 >= 3)",
-        ordered([("best acc %", f"xi={x}") for x in XI_GRID], False, "text and Fig. 10"),
+        ordered([(_BEST, f"xi={x}") for x in XI_GRID], False, _XI_SAID),
     ),
     Claim(
         "FedLGA still reaches the target at every xi",
-        reached([(_TO, f"xi={x}") for x in XI_GRID], "text"),
+        reached([(_TO, f"xi={x}") for x in XI_GRID], _XI_SAID),
     ),
 )
 
@@ -530,9 +679,12 @@ register(
         "imbalance",
         "FedLGA (TCYB 2023) Fig. 10",
         "FedLGA against data imbalance xi",
-        ("cifar10", "cifar100"),
+        ABLATION_DATASETS,
         _fedlga_ablation("xi", XI_GRID, IMBALANCE, lambda ds, v: None),
         plot=PlotSpec("curves", "rounds_to_target", ("test_acc",), panels="dataset"),
+        notes=("P = 3 classes a device on CIFAR-10 and the FMNIST substitute, 30 on CIFAR-100.",),
         claims=IMBALANCE_CLAIMS,
+        substitutes=FMNIST_SUBSTITUTE,
+        calibrated_by="tau",  # xi = 1 with P = 3 is not Table VI's split; the lr is its fit's
     )
 )

@@ -5,6 +5,7 @@ chosen for a config, and the summary of every run. Imports no torch (tests/test_
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,10 @@ from fedbench.results.records import (
 from fedbench.results.schema import LOSSLESS_FROM, recorded
 
 FINISHED = ("complete", "diverged")
+# a run not (yet) finished: training now, or stopped by a signal, or its process killed; never
+# damaged for that: its rounds so far are shown where flushed, and the next train or sweep of
+# its config resumes it
+UNFINISHED = ("running", "interrupted")
 ANY = object()
 # per-round columns that tables and plots read as numbers: text there is damage
 NUMERIC_COLUMNS = (
@@ -125,6 +130,22 @@ class RunRecord:
         return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
     @property
+    def claim_name(self) -> str:
+        """The name of the run's claim (fedbench.results.locks): its folder's name, without the
+        -d<fingerprint> of a second run on other data."""
+        name = self.run_dir.name
+        return re.sub(r"-d[0-9a-f]{8}$", "", name)
+
+    def shown_status(self) -> str | None:
+        """The status to show: `running` only while a live process holds the run's claim; a
+        run.json still saying running without one is `killed` (its process died)."""
+        from fedbench.results.locks import claimed_elsewhere
+
+        if self.status != "running":
+            return self.status
+        return "running" if claimed_elsewhere(self.run_dir.parent, self.claim_name) else "killed"
+
+    @property
     def ended(self) -> str:
         return str(self.meta.get("ended") or self.meta.get("started") or "")
 
@@ -203,6 +224,7 @@ class RunIndex:
         self.store = default_store() if shipped is True else (shipped or None)
         self.results = Path(results)
         self.on_error, self.strict = on_error, strict
+        self.skip_option = "--on-error skip"  # what on_error="skip" is called where it is read
         self.problems: list[str] = []
         self.by_key: dict[str, list[RunRecord]] = {}
         self._valid: dict[Path, str | None] = {}  # run dir -> what is wrong with its rounds
@@ -215,6 +237,7 @@ class RunIndex:
         self._shipped_used: set[str] = set()  # run ids of shipped records used
         if self.store is not None:
             self._add_shipped()
+        self.unfinished: dict[str, int] = {}  # shown status -> runs (summary_frame counts them)
         if not self.results.is_dir():
             if must_exist and not any(r.shipped for r in self.records()):
                 raise FedbenchError(
@@ -265,7 +288,7 @@ class RunIndex:
         if self.on_error == "skip":
             self.problems.append(message)
         else:
-            raise FedbenchError(f"{message} (or pass --on-error skip)")
+            raise FedbenchError(f"{message} (or pass {self.skip_option})")
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.by_key.values())
@@ -367,6 +390,13 @@ class RunIndex:
                 f"note: {len(self._shipped_used)} run(s) used here are shipped runs (the store in "
                 "results/shipped, read-only; fedbench publish adds to it)"
             )
+        if self.unfinished:
+            counts = ", ".join(f"{n} {status}" for status, n in self.unfinished.items())
+            out.append(
+                f"note: runs not finished ({counts}) are shown with their rounds so far; "
+                "`fedbench train` or `fedbench sweep` of the same config resumes an interrupted "
+                "or killed one"
+            )
         if self._multi_data:
             out.append(
                 f"note: {len(self._multi_data)} config(s) have finished runs on different data "
@@ -383,6 +413,8 @@ class RunIndex:
         if rec.run_dir not in self._valid:
             self._valid[rec.run_dir] = self._rounds_problem(rec)
         why = self._valid[rec.run_dir]
+        if rec.status in UNFINISHED:  # not damaged: training, or stopped before it wrote them
+            return why is None
         if why and report and rec.run_dir not in self._reported:
             self._reported.add(rec.run_dir)
             self._problem(
@@ -411,18 +443,23 @@ class RunIndex:
                 return f"has a {col.path} column of text, not numbers"
         return None
 
-    def rounds(self, rec: RunRecord, columns: list[str] | None = None) -> pd.DataFrame | None:
+    def rounds(
+        self, rec: RunRecord, columns: list[str] | None = None, quiet: bool = False
+    ) -> pd.DataFrame | None:
         """The rounds of a run: the columns it recorded (a value in some row), only `columns`
-        of them when given; None if unreadable and on_error is skip."""
-        table = self.rounds_table(rec, columns)
+        of them when given; None if unreadable and on_error is skip, or quiet (an unfinished
+        run's rounds, which may be replaced as they are read)."""
+        table = self.rounds_table(rec, columns, quiet)
         return None if table is None else recorded(table.to_pandas(use_threads=False))
 
-    def rounds_table(self, rec: RunRecord, columns: list[str] | None = None):
+    def rounds_table(self, rec: RunRecord, columns: list[str] | None = None, quiet: bool = False):
         """The rounds of a run as stored (a pyarrow Table: the file's columns, or the store's);
-        None if unreadable and on_error is skip."""
+        None if unreadable and on_error is skip, or quiet (see rounds)."""
         try:
             return rec.rounds_table(columns, self._meta.get(rec.run_dir))
         except Exception as e:
+            if quiet or rec.status in UNFINISHED:
+                return None
             self._problem(
                 f"{rec.rounds_path} is corrupt or truncated ({_first_line(e)}); "
                 f"rerun it or delete {rec.run_dir}"
@@ -444,23 +481,17 @@ def summary_frame(index: RunIndex) -> pd.DataFrame:
     rows = []
     for key in index.by_key:
         for rec in index.runs(key):
-            summary = rec.summary
-            if rec.status == "failed" and not rec.rounds_path.exists():
-                summary = summarize(pd.DataFrame({"round": [], "round_seconds": []}), None)
-            elif not index.rounds_ok(rec, report=True):
+            summary = _record_summary(index, rec)
+            if summary is None:
                 continue
-            elif not summary:
-                rounds = index.rounds(rec)
-                if rounds is None:
-                    continue
-                summary = _summary_or_problem(index, rec, rounds)
-                if summary is None:
-                    continue
             cfg = rec.config
+            status = rec.shown_status() if rec.status in UNFINISHED else rec.status
+            if status in ("running", "interrupted", "killed"):
+                index.unfinished[status] = index.unfinished.get(status, 0) + 1
             rows.append(
                 {
                     "run_id": rec.run_id,
-                    "status": rec.status,
+                    "status": status,
                     "preset": cfg.get("preset"),
                     "method": cfg.get("method"),
                     "dataset": cfg.get("dataset"),
@@ -474,9 +505,31 @@ def summary_frame(index: RunIndex) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _summary_or_problem(index: RunIndex, rec: RunRecord, rounds: pd.DataFrame) -> dict | None:
+def _record_summary(index: RunIndex, rec: RunRecord) -> dict | None:
+    """A run's summary for the summary table; None: left out (its damage reported). An
+    unfinished run's summary is of its rounds so far (none where they are not flushed yet)."""
+    empty = pd.DataFrame({"round": [], "round_seconds": []})
+    if rec.status == "failed" and not rec.rounds_path.exists():
+        return summarize(empty, None)
+    if rec.status in UNFINISHED:
+        rounds = index.rounds(rec, quiet=True) if index.rounds_ok(rec) else None
+        if rounds is not None:
+            rounds = _summary_or_problem(index, rec, rounds, quiet=True)
+        return rounds or summarize(empty, rec.config.get("target_acc"))
+    if not index.rounds_ok(rec, report=True):
+        return None
+    if rec.summary:
+        return rec.summary
+    rounds = index.rounds(rec)
+    return None if rounds is None else _summary_or_problem(index, rec, rounds)
+
+
+def _summary_or_problem(
+    index: RunIndex, rec: RunRecord, rounds: pd.DataFrame, quiet: bool = False
+) -> dict | None:
     try:
         return summarize(rounds, rec.config.get("target_acc"))
     except Exception as e:  # missing columns, wrong types
-        index._problem(f"{rec.rounds_path} cannot be summarized ({_first_line(e)}); rerun it")
+        if not quiet:
+            index._problem(f"{rec.rounds_path} cannot be summarized ({_first_line(e)}); rerun it")
         return None

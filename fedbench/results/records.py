@@ -20,7 +20,7 @@ from fedbench.results.schema import (  # noqa: F401 (their home before schema.py
     SUMMARY_KEYS,
 )
 
-STATUSES = ("running", "complete", "diverged", "failed")
+STATUSES = ("running", "complete", "diverged", "failed", "interrupted")
 
 
 def summarize(rounds: pd.DataFrame, target: float | None) -> dict[str, Any]:
@@ -119,8 +119,6 @@ def run_dirs(results: Path) -> list[Path]:
     return sorted(
         p for p in results.iterdir() if not p.name.startswith(".") and (p / "run.json").exists()
     )
-
-
 
 
 def _first_line(e: BaseException) -> str:

@@ -249,8 +249,11 @@ RUN_KEYS = (
     ("method_version", "int", "the method's behaviour version, part of the identity"),
     ("status", "str", "running | complete | diverged | failed"),
     ("error", "str", "the error's first line (failed runs); null otherwise"),
-    ("stopped_at_target", "int", "the round a stop_at_target run reached target_acc; null "
-     "otherwise"),  # fmt: skip
+    (
+        "stopped_at_target",
+        "int",
+        "the round a stop_at_target run reached target_acc; null otherwise",
+    ),  # fmt: skip
     ("fedbench_version", "str", "the fedbench that wrote it"),
     ("torch_version", "str", "torch's version"),
     ("python_version", "str", "Python's version"),

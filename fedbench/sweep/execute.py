@@ -3,7 +3,11 @@ them (inline, a pool of spawned processes, Ray tasks)."""
 
 from __future__ import annotations
 
+import functools
+import logging
+import math
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -15,16 +19,22 @@ from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.identity import run_id
 
+log = logging.getLogger(__name__)
+
 # ---------------------------------------------------------------- running one config
 
 
 @dataclass
 class Outcome:
     run_id: str
-    status: str  # complete | diverged | failed | busy (claimed elsewhere) | done (by another)
+    # complete | diverged | failed | interrupted (a signal stopped it; it resumes) | busy
+    # (claimed elsewhere) | done (by another)
+    status: str
     error: str | None = None
     seconds: float = 0.0
     summary: dict = field(default_factory=dict)
+    resumed: list = field(default_factory=list)  # rounds it resumed from (run.json's resumed)
+    attempts: int = 1  # > 1: its worker died and it was run again
 
     @staticmethod
     def from_dict(d: dict) -> Outcome:
@@ -41,15 +51,21 @@ def execute_run(
     threads: int | None = None,
     device: str | None = None,
     on_round: Callable[[dict], None] | None = None,
+    checkpoint: dict | None = None,
 ) -> dict:
     """Run one config here; never raises (an error becomes a "failed" outcome, which the
-    runner has also written into the run's run.json). Returns Outcome fields as a dict so
-    that it crosses process and Ray boundaries."""
+    runner has also written into the run's run.json; a signal's stop an "interrupted" one, and
+    the stop stays requested so that the sweep starts nothing more). Returns Outcome fields as
+    a dict so that it crosses process and Ray boundaries. checkpoint: the Policy's fields
+    (fedbench.training.checkpoint; None: this process's environment)."""
     import dataclasses
 
     from fedbench import plugins
     from fedbench.config import config_from_dict
     from fedbench.results.locks import RunBusy
+    from fedbench.training import signals
+    from fedbench.training import threads as thread_policy
+    from fedbench.training.checkpoint import Policy
     from fedbench.training.runner import RunExists, train
 
     t0 = time.perf_counter()
@@ -58,24 +74,53 @@ def execute_run(
     except FedbenchError as e:
         return dataclasses.asdict(Outcome(run_id(config_from_dict(cfg_dict)), "failed", str(e)))
     cfg = config_from_dict(cfg_dict)
-    from fedbench.training import threads as thread_policy
-
     thread_policy.configure(threads or _WORKER.get("threads"), _WORKER.get("budget"))
     device = device or _WORKER.get("device")
     if device and cfg.device == "auto":
         cfg = dataclasses.replace(cfg, device=device)
     out = Outcome(run_id(cfg), "failed")
+    if on_round is None and "progress" in _WORKER:  # a pool worker: rounds to the sweep
+        on_round = ProgressSink(_WORKER["progress"], out.run_id, cfg.rounds)
     try:
-        meta, _ = train(cfg, results, overwrite=overwrite, on_round=on_round)
+        signals.check()  # stopped before it began: not even claimed
+        policy = Policy(**checkpoint) if checkpoint else Policy.from_env()
+        meta, _ = train(cfg, results, overwrite, on_round=on_round, checkpoint=policy)
         out.status, out.summary = meta["status"], meta.get("summary", {})
+        out.resumed = list(meta.get("resumed") or [])
     except RunBusy as e:
         out.status, out.error = "busy", str(e)
     except RunExists:
         out.status = "done"
+    except KeyboardInterrupt as e:
+        out.status, out.error = "interrupted", f"interrupted ({signals.signal_name(e)})"
+        signals.request(getattr(e, "signum", signal.SIGINT))
     except Exception as e:
         out.error = (f"{type(e).__name__}: {e}".strip().splitlines() or ["error"])[0]
     out.seconds = time.perf_counter() - t0
     return dataclasses.asdict(out)
+
+
+PROGRESS_KEYS = ("round", "test_acc", "local_loss", "dist_to_opt", "round_seconds")
+
+
+class ProgressSink:
+    """on_round of a run in another process (pool worker, Ray task): its rounds' main numbers
+    put on a queue the sweep reads, at most one every `every` seconds (and the last round)."""
+
+    def __init__(self, queue, run_id: str, rounds: int, every: float = 1.0):
+        self.queue, self.run_id, self.rounds, self.every = queue, run_id, rounds, every
+        self.last = -math.inf
+
+    def __call__(self, rec: dict) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every and rec.get("round") != self.rounds:
+            return
+        self.last = now
+        small = {k: rec[k] for k in PROGRESS_KEYS if k in rec}
+        try:
+            self.queue.put((self.run_id, small))
+        except Exception:  # progress is a courtesy: never fail a run for it
+            pass
 
 
 # ------------------------------------------------------- stacked runs (fedbench.training.stack)
@@ -179,7 +224,8 @@ def execute_stack(
     threads: int | None,
     on_start: OnStart,
     on_done: OnDone,
-    on_round: Callable[[dict], None] | None = None,
+    on_round: OnRound | None = None,
+    checkpoint: dict | None = None,
 ) -> None:
     """Run cfgs as one stack: one thread each, their rounds' local training merged
     (fedbench.training.stack). Each run is an ordinary execute_run (claim, folder, records)."""
@@ -195,7 +241,10 @@ def execute_stack(
             with stack.member():
                 on_start(cfg)
                 rid = run_id(cfg)
-                d = execute_run(cfg.to_dict(), results, rid in repair, threads, None, on_round)
+                rounds = functools.partial(on_round, cfg) if on_round else None
+                d = execute_run(
+                    cfg.to_dict(), results, rid in repair, threads, None, rounds, checkpoint
+                )
                 on_done(cfg, Outcome.from_dict(d))
         except BaseException as e:
             errors.append(e)
@@ -205,10 +254,24 @@ def execute_stack(
     workers = [threading.Thread(target=one, args=(cfg,), daemon=True) for cfg in cfgs]
     for t in workers:
         t.start()
-    for t in workers:
-        t.join()
+    _join_all(workers)
     if errors:
         raise errors[0]
+
+
+def _join_all(workers) -> None:
+    """Join the threads, whatever signal comes meanwhile: a stop reaches their runs at their
+    rounds' ends (fedbench.training.signals), which then record themselves interrupted; the
+    stop is raised once all have."""
+    stop: KeyboardInterrupt | None = None
+    for t in workers:
+        while t.is_alive():
+            try:
+                t.join()
+            except KeyboardInterrupt as e:
+                stop = stop or e
+    if stop is not None:
+        raise stop
 
 
 def _die_with_parent() -> None:
@@ -216,7 +279,6 @@ def _die_with_parent() -> None:
     leave workers that keep claims alive)."""
     if sys.platform.startswith("linux"):
         import ctypes
-        import signal
 
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -224,10 +286,13 @@ def _die_with_parent() -> None:
             pass
 
 
-def _init_worker(slots, threads: int | None, budget: int, devices: list[str]) -> None:
+def _init_worker(slots, threads: int | None, budget: int, devices: list[str], progress) -> None:
+    from fedbench.training import signals
+
     _die_with_parent()
+    signals.install_for_worker()  # a stop ends its run at the round's end (or now: SIGUSR2)
     slot = slots.get()
-    _WORKER["threads"], _WORKER["budget"] = threads, budget
+    _WORKER["threads"], _WORKER["budget"], _WORKER["progress"] = threads, budget, progress
     if devices:
         _WORKER["device"] = devices[slot % len(devices)]
 
@@ -236,6 +301,7 @@ def _init_worker(slots, threads: int | None, budget: int, devices: list[str]) ->
 
 OnStart = Callable[[RunConfig], None]
 OnDone = Callable[[RunConfig, Outcome], None]
+OnRound = Callable[[RunConfig, dict], None]  # a run's round record (or its main numbers)
 
 
 class InlineExecutor:
@@ -245,39 +311,64 @@ class InlineExecutor:
 
     name = "inline"
 
-    def __init__(self, threads: int | None = None, stack: bool | None = None):
+    def __init__(
+        self, threads: int | None = None, stack: bool | None = None, checkpoint: dict | None = None
+    ):
         self.threads = threads
         self.stack = stack
+        self.checkpoint = checkpoint  # Policy fields (fedbench.training.checkpoint), or None
+
+    def prepare(self) -> None:
+        """Nothing to start before the plan is shown."""
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
+        from fedbench.training import signals
+
         for group in stack_groups(list(todo), self.stack):
+            signals.check()  # a stop asked for: start nothing more
             if len(group) > 1:
                 execute_stack(
-                    group, str(results), repair, self.threads, on_start, on_done, on_round
+                    group,
+                    str(results),
+                    repair,
+                    self.threads,
+                    on_start,
+                    on_done,
+                    on_round,
+                    self.checkpoint,
                 )
                 continue
             cfg = group[0]
             on_start(cfg)
             rid = run_id(cfg)
+            rounds = functools.partial(on_round, cfg) if on_round else None
             d = execute_run(
-                cfg.to_dict(), str(results), rid in repair, self.threads, None, on_round
-            )
+                cfg.to_dict(), str(results), rid in repair, self.threads, None, rounds,
+                self.checkpoint,
+            )  # fmt: skip
             on_done(cfg, Outcome.from_dict(d))
+        signals.check()
 
 
 class PoolExecutor:
     """N spawned worker processes; each gets cores // N torch threads (or --threads) and, with
     GPUs and device=auto, GPU (worker slot mod GPUs). A worker that dies (segfault, out of
-    memory) fails only the runs it was running; the pool is rebuilt for the rest."""
+    memory) fails only the runs it was running; the pool is rebuilt for the rest. Workers send
+    their runs' rounds back (ProgressSink); a stop (SIGINT, SIGTERM) is passed on to them, and
+    the sweep waits for their runs to record themselves interrupted."""
 
     name = "pool"
 
-    def __init__(self, jobs: int, threads: int | None = None):
+    def __init__(self, jobs: int, threads: int | None = None, checkpoint: dict | None = None):
         self.jobs = jobs
         self.threads = threads  # else fedbench.training.threads chooses, within cores // jobs
+        self.checkpoint = checkpoint
         from fedbench.training.threads import cpu_cores  # imports torch
 
         self.budget = max(1, cpu_cores() // jobs)
+
+    def prepare(self) -> None:
+        """The workers start with the sweep."""
 
     def _devices(self) -> list[str]:
         import torch
@@ -285,7 +376,7 @@ class PoolExecutor:
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         return [f"cuda:{i}" for i in range(n)]
 
-    def _pool(self):
+    def _pool(self, progress):
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
@@ -297,102 +388,243 @@ class PoolExecutor:
             self.jobs,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(slots, self.threads, self.budget, self._devices()),
+            initargs=(slots, self.threads, self.budget, self._devices(), progress),
         )
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
+        import multiprocessing as mp
+
+        from fedbench.training import signals
+
+        progress = mp.get_context("spawn").Queue()
+        state = _PoolState(self, list(todo), str(results), repair, progress)
+        by_id = {run_id(c): c for c in todo}
+        try:
+            with signals.checking(), signals.forwarding(state.send):
+                while state.queue or state.running:
+                    state.submit(on_start)
+                    state.step(on_done)
+                    _drain(progress, by_id, on_round)
+            _drain(progress, by_id, on_round)
+        finally:
+            state.pool.shutdown(wait=True, cancel_futures=True)
+            progress.close()
+        if state.stop is not None:
+            raise state.stop
+        signals.check()
+
+
+class _PoolState:
+    """A pool run's moving parts: what is queued, running, retried; the stop if one came."""
+
+    def __init__(self, executor: PoolExecutor, queue, results: str, repair, progress):
+        self.ex, self.queue, self.results, self.repair = executor, queue, results, repair
+        self.progress = progress
+        self.pool = executor._pool(progress)
+        self.running: dict = {}
+        self.attempts: dict[str, int] = {}
+        self.stop: KeyboardInterrupt | None = None
+
+    def send(self, signum: int) -> None:
+        """Pass a stop on to the workers (fedbench.training.signals.forwarding)."""
+        for pid in list(getattr(self.pool, "_processes", None) or {}):
+            os.kill(pid, signum)
+
+    def submit(self, on_start) -> None:
+        from fedbench.training import signals
+
+        if signals.requested() is not None:
+            self.queue.clear()  # start nothing more; the runs going on stop at their round's end
+        while self.queue and len(self.running) < self.ex.jobs:
+            cfg = self.queue.pop(0)
+            rid = run_id(cfg)
+            if self.attempts.get(rid, 0) == 0:
+                on_start(cfg)
+            args = (cfg.to_dict(), self.results, rid in self.repair)
+            fut = self.pool.submit(execute_run, *args, None, None, None, self.ex.checkpoint)
+            self.running[fut] = cfg
+
+    def step(self, on_done) -> None:
+        """Wait (a short while) for runs to end and report them; rebuild a broken pool."""
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        queue = list(todo)
-        attempts: dict[str, int] = {}
-        pool = self._pool()
-        running: dict = {}
         try:
-            while queue or running:
-                while queue and len(running) < self.jobs:
-                    cfg = queue.pop(0)
-                    rid = run_id(cfg)
-                    if attempts.get(rid, 0) == 0:
-                        on_start(cfg)
-                    fut = pool.submit(execute_run, cfg.to_dict(), str(results), rid in repair)
-                    running[fut] = cfg
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                broken = False
-                for fut in finished:
-                    cfg = running.pop(fut)
-                    try:
-                        on_done(cfg, Outcome.from_dict(fut.result()))
-                    except BrokenProcessPool:
-                        broken = True
-                        rid = run_id(cfg)
-                        attempts[rid] = attempts.get(rid, 0) + 1
-                        if attempts[rid] >= 2:
-                            on_done(cfg, Outcome(rid, "failed", "worker process died "
-                                                 "(crash or out of memory)"))  # fmt: skip
-                        else:
-                            queue.insert(0, cfg)  # may have died with another run's worker
-                if broken:
-                    for cfg in running.values():
-                        queue.insert(0, cfg)
-                        attempts[run_id(cfg)] = attempts.get(run_id(cfg), 0) + 1
-                    running.clear()
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    pool = self._pool()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            finished, _ = wait(self.running, timeout=0.5, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt as e:  # stop now: the workers were told too; wait for them
+            self.stop = self.stop or e
+            return
+        broken = False
+        for fut in finished:
+            cfg = self.running.pop(fut)
+            try:
+                out = Outcome.from_dict(fut.result())
+            except BrokenProcessPool:
+                broken = True
+                out = self._retry(cfg)
+            if out is not None:
+                out.attempts = max(out.attempts, self.attempts.get(out.run_id, 0) + 1)
+                on_done(cfg, out)
+        if broken:
+            for cfg in self.running.values():
+                self.queue.insert(0, cfg)
+                self.attempts[run_id(cfg)] = self.attempts.get(run_id(cfg), 0) + 1
+            self.running.clear()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self.ex._pool(self.progress)
+
+    def _retry(self, cfg) -> Outcome | None:
+        """A run whose worker died: run once more (it resumes from its checkpoint), or fail."""
+        rid = run_id(cfg)
+        self.attempts[rid] = self.attempts.get(rid, 0) + 1
+        if self.attempts[rid] >= 2:
+            died = "worker process died (crash or out of memory)"
+            return Outcome(rid, "failed", died, attempts=self.attempts[rid])
+        log.warning("%s: its worker process died; running it again (attempt 2)", rid)
+        self.queue.insert(0, cfg)  # may have died with another run's worker
+        return None
+
+
+def _drain(progress, by_id: dict, on_round) -> None:
+    """Pass the rounds workers sent (ProgressSink) to on_round(cfg, record)."""
+    import queue
+
+    while True:
+        try:
+            rid, rec = progress.get_nowait()
+        except (queue.Empty, OSError, ValueError, EOFError):
+            return
+        if on_round is not None and rid in by_id:
+            on_round(by_id[rid], rec)
 
 
 class RayExecutor:
-    """Each run a Ray task (num_cpus / num_gpus per run) on an existing cluster, or on the Ray
-    this process already started; results are written to the (shared) results path."""
+    """Each run a Ray task (num_cpus / num_gpus per run), writing to the (shared) results path.
+    Where: the Ray this process already started; else the cluster at `address` (HOST:PORT, or
+    "auto": the one `ray start` made on this machine) when one is named; else a private local
+    Ray started for this sweep and stopped after it (never someone else's cluster). A task
+    whose worker died is run once more (it resumes from its checkpoint); the sweep's output
+    and summary say so. Runs send their rounds back through a Ray queue (ProgressSink)."""
 
     name = "ray"
 
-    def __init__(self, address: str | None = "auto", num_gpus: float = 0, num_cpus: float = 1):
+    def __init__(
+        self,
+        address: str | None = None,
+        num_gpus: float = 0,
+        num_cpus: float = 1,
+        checkpoint: dict | None = None,
+        retries: int = 1,
+    ):
         self.address, self.num_gpus, self.num_cpus = address, num_gpus, num_cpus
+        self.checkpoint, self.retries = checkpoint, retries
+        self.started = False  # this executor started the (private) Ray, and stops it
+
+    def prepare(self) -> None:
+        """Start or join Ray now (its errors before the sweep prints its plan)."""
+        self._ray()
 
     def _ray(self):
         try:
             import ray
         except ImportError:
             raise FedbenchError("--executor ray needs Ray: pip install 'fedbench[ray]'") from None
-        if not ray.is_initialized():
-            import fedbench
-            from fedbench.plugins import ENV
+        if ray.is_initialized():
+            return ray
+        import fedbench
+        from fedbench.plugins import ENV
 
-            env = {"py_modules": [os.path.dirname(fedbench.__file__)]}
-            if os.environ.get(ENV):  # the tasks load the sweep's plugins (at the same paths)
-                env["env_vars"] = {ENV: os.environ[ENV]}
-            try:
-                ray.init(address=self.address or "auto", runtime_env=env, log_to_driver=False)
-            except ConnectionError as e:
-                raise FedbenchError(
-                    f"no Ray cluster at {self.address or 'auto'} ({e}); start one "
-                    "(ray start --head) or pass --address HOST:PORT"
-                ) from None
+        env = {"py_modules": [os.path.dirname(fedbench.__file__)]}
+        if os.environ.get(ENV):  # the tasks load the sweep's plugins (at the same paths)
+            env["env_vars"] = {ENV: os.environ[ENV]}
+        where = f"the Ray cluster at {self.address}" if self.address else "a private local Ray"
+        try:
+            ray.init(
+                address=self.address or "local",
+                runtime_env=env,
+                log_to_driver=False,
+                **({} if self.address else {"include_dashboard": False}),
+            )
+        except Exception as e:
+            raise FedbenchError(_ray_failure(f"could not start or join {where}", e)) from None
+        self.started = not self.address
         return ray
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
+        from fedbench.training import signals
+
         ray = self._ray()
-        results = str(Path(results).resolve())
+        signals.reassert()  # ray.init installs its own SIGTERM handler
+        try:
+            self._run(ray, list(todo), str(Path(results).resolve()), repair, on_start, on_done,
+                      on_round)  # fmt: skip
+        finally:
+            if self.started:
+                ray.shutdown()
+                self.started = False
+
+    def _run(self, ray, todo, results, repair, on_start, on_done, on_round) -> None:
+        from ray.util.queue import Queue
+
+        from fedbench.training import signals
+
+        progress = Queue()
         threads = max(1, int(self.num_cpus))
-        task = ray.remote(execute_run).options(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
-        refs = {}
+        task = ray.remote(execute_run).options(
+            num_cpus=self.num_cpus, num_gpus=self.num_gpus, max_retries=0
+        )
+
+        def submit(cfg, attempt: int):
+            rid = run_id(cfg)
+            sink = ProgressSink(progress, rid, cfg.rounds)
+            args = (cfg.to_dict(), results, rid in repair, threads, None, sink, self.checkpoint)
+            refs[task.remote(*args)] = (cfg, attempt)
+
+        refs: dict = {}
         for cfg in todo:
             on_start(cfg)
-            ref = task.remote(cfg.to_dict(), results, run_id(cfg) in repair, threads)
-            refs[ref] = cfg
-        while refs:
-            ready, _ = ray.wait(list(refs), num_returns=1)
-            for ref in ready:
-                cfg = refs.pop(ref)
-                try:
-                    out = Outcome.from_dict(ray.get(ref))
-                except Exception as e:  # the task's worker died
-                    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                    out = Outcome(run_id(cfg), "failed", f"Ray task failed: {first}")
-                on_done(cfg, out)
+            submit(cfg, 1)
+        by_id = {run_id(c): c for c in todo}
+        with signals.checking():
+            while refs:
+                if signals.requested() is not None:
+                    for ref in refs:
+                        ray.cancel(ref)  # KeyboardInterrupt in the task: recorded interrupted
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
+                _drain(progress, by_id, on_round)
+                for ref in ready:
+                    cfg, attempt = refs.pop(ref)
+                    out = self._outcome(ray, ref, cfg, attempt)
+                    if out is None:
+                        submit(cfg, attempt + 1)
+                    else:
+                        on_done(cfg, out)
+        _drain(progress, by_id, on_round)
+        signals.check()
+
+    def _outcome(self, ray, ref, cfg, attempt: int) -> Outcome | None:
+        """The task's outcome; None when its worker died and it is to run again."""
+        from fedbench.training import signals
+
+        try:
+            out = Outcome.from_dict(ray.get(ref))
+        except Exception as e:  # the task never returned: its worker died, or it was cancelled
+            rid = run_id(cfg)
+            if signals.requested() is not None:
+                return Outcome(rid, "interrupted", "cancelled by the stop", attempts=attempt)
+            if attempt <= self.retries:
+                log.warning("%s", _ray_failure(f"{rid}: its Ray worker died; running it again "
+                                               f"(attempt {attempt + 1})", e))  # fmt: skip
+                return None
+            out = Outcome(rid, "failed", _ray_failure("Ray task failed", e), attempts=attempt)
+        out.attempts = attempt
+        return out
+
+
+def _ray_failure(what: str, e: BaseException) -> str:
+    """One line of what failed, with Ray's whole message (every line of it, joined)."""
+    text = " | ".join(line.strip() for line in str(e).strip().splitlines() if line.strip())
+    return f"{what}: {type(e).__name__}: {text}" if text else f"{what}: {type(e).__name__}"
 
 
 def make_executor(
@@ -403,15 +635,22 @@ def make_executor(
     gpus_per_run: float = 0,
     cpus_per_run: float = 1,
     stack: bool | None = None,
+    checkpoint: dict | None = None,
 ):
     """stack: stacked runs (fedbench.training.stack) in the inline executor only: pool workers and
-    Ray tasks run one config each (stack: True there is refused)."""
+    Ray tasks run one config each (stack: True there is refused). address: a Ray cluster (None:
+    a private local Ray). checkpoint: the runs' checkpoint Policy fields (None: from the
+    environment of the process that trains)."""
     if jobs < 1:
         raise FedbenchError(f"--jobs must be >= 1, got {jobs}")
     if stack and (executor == "ray" or jobs > 1):
         raise FedbenchError("--stack runs in this process: use it without --jobs or --executor")
+    if address is not None and executor != "ray":
+        raise FedbenchError("--address names a Ray cluster: use it with --executor ray")
     if executor == "ray":
-        return RayExecutor(address or "auto", gpus_per_run, cpus_per_run)
+        return RayExecutor(address, gpus_per_run, cpus_per_run, checkpoint)
     if executor != "local":
         raise FedbenchError(f"unknown executor {executor!r}; choose local or ray")
-    return InlineExecutor(threads, stack) if jobs == 1 else PoolExecutor(jobs, threads)
+    if jobs == 1:
+        return InlineExecutor(threads, stack, checkpoint)
+    return PoolExecutor(jobs, threads, checkpoint)

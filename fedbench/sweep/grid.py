@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -89,19 +90,46 @@ def grid_configs(
     for m in method_grids:
         if m not in methods:
             raise FedbenchError(f"sweep file has a grid for method {m!r}, which is not in methods")
+    axes_of = {m: _method_axes(m, methods, grid, method_grids.get(m, {})) for m in methods}
+    check_cell_count(sum(_cells(axes) for axes in axes_of.values()) * len(seeds), "grid")
     out: list[RunConfig] = []
-    for m in methods:
-        keys = [k for k in grid if _grid_key_applies(k, m, methods)]
-        own = method_grids.get(m, {})
-        for k in own:
-            if k not in method_param_names(m) and k not in FIELD_TYPES and k not in ALIASES:
-                raise FedbenchError(f"unknown parameter {k!r} for method {m} in the sweep file")
-        axes = [(k, grid[k]) for k in keys] + list(own.items())
+    for m, axes in axes_of.items():
         for combo in itertools.product(*(vals for _, vals in axes)):
             over = {**sets, "method": m, **{k: v for (k, _), v in zip(axes, combo)}}
             for seed in seeds:
                 out.append(build_config(preset, config_file, {**over, "seed": seed}))
     return dedupe(out)
+
+
+# The most runs one sweep plans, counted from the grid's sizes before any config is built:
+# planning takes about a millisecond a run (10,000: seconds), and a grid of 10^6 cells would
+# plan for minutes and gigabytes before running anything. Larger studies: several sweeps,
+# which may share one results folder.
+MAX_CELLS = 10_000
+
+
+def check_cell_count(cells: int, what: str) -> None:
+    """Refuse a sweep of more than MAX_CELLS runs, before expanding it."""
+    if cells > MAX_CELLS:
+        raise FedbenchError(
+            f"the {what} has {cells:,} runs, over fedbench's cap of {MAX_CELLS:,} per sweep; "
+            "split it into several sweeps (fewer values or seeds each; they may share one "
+            "results folder)"
+        )
+
+
+def _method_axes(m: str, methods: list[str], grid: dict, own: dict) -> list[tuple[str, list]]:
+    """(key, values) of every grid axis that varies runs of method m: the shared grid's keys
+    that apply to it, then its own grid (a sweep file's [grid.<method>])."""
+    keys = [k for k in grid if _grid_key_applies(k, m, methods)]
+    for k in own:
+        if k not in method_param_names(m) and k not in FIELD_TYPES and k not in ALIASES:
+            raise FedbenchError(f"unknown parameter {k!r} for method {m} in the sweep file")
+    return [(k, grid[k]) for k in keys] + list(own.items())
+
+
+def _cells(axes: list[tuple[str, list]]) -> int:
+    return math.prod(len(vals) for _, vals in axes)
 
 
 def dedupe(configs: Iterable[RunConfig]) -> list[RunConfig]:
@@ -208,10 +236,12 @@ def table_configs(spec, selection, rows=None) -> tuple[list[RunConfig], dict[str
 
     configs: list[RunConfig] = []
     unavailable: dict[str, int] = {}
-    for cell in spec.cells(selection.dataset):
-        if cell.kind != "runs" or (rows is not None and cell.row not in rows):
-            continue
-        seeds = cell.seeds or (selection.seeds if selection.seeds is not None else spec.seeds)
+    cells = [c for c in spec.cells(selection.dataset) if c.kind == "runs"]
+    cells = [c for c in cells if rows is None or c.row in rows]
+    default_seeds = selection.seeds if selection.seeds is not None else spec.seeds
+    check_cell_count(sum(len(c.seeds or default_seeds) for c in cells), f"table {spec.name}")
+    for cell in cells:
+        seeds = cell.seeds or default_seeds
         try:
             configs += [cell_config(cell, s, selection.preset, selection.sets) for s in seeds]
         except FedbenchError as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 from fedbench.config import RunConfig
 from fedbench.identity import run_id
 from fedbench.sweep.execute import InlineExecutor, Outcome
+from fedbench.sweep.progress import fmt_seconds, log, on_terminal, progress_seconds, round_line
 from fedbench.sweep.todo import Plan
 
 # ---------------------------------------------------------------- the sweep with progress
@@ -36,85 +38,185 @@ def run_sweep(
     executor=None,
     quiet: bool = False,
     label: str = "sweep",
+    level: str | None = None,
 ) -> SweepReport:
-    """Run the plan's todo list, with a live display of runs done / running / failed and ETA."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    """Run the plan's todo list with progress: on a terminal a live display of runs done /
+    running / failed and ETA, else plain lines (a line per finished run, and the runs' rounds at
+    a lower rate; fedbench.sweep.progress). level: warning (as quiet: nothing), info, debug.
 
+    A stop (Ctrl-C, SIGTERM; fedbench.training.signals) ends it once its runs have recorded
+    themselves interrupted: the KeyboardInterrupt is raised again with the report attached
+    (its `report`)."""
     executor = executor or InlineExecutor()
     Path(results).mkdir(parents=True, exist_ok=True)
     report = SweepReport(plan)
     t0 = time.perf_counter()
-    counts = {"running": 0, "failed": 0, "diverged": 0}
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        disable=quiet,
-    )
+    level = level or ("warning" if quiet else "info")
+    display = _Bar(plan, label, executor) if level == "info" and on_terminal() else _Lines(plan)
+    lock = threading.Lock()  # the callbacks run in several threads at once in a stack
 
-    def info() -> str:
-        return (
-            f"running {counts['running']} · failed {counts['failed']} · "
-            f"diverged {counts['diverged']}"
-        )
+    def on_start(cfg: RunConfig) -> None:
+        with lock:
+            display.start(cfg)
 
-    # the callbacks run in several threads at once when the inline executor stacks runs
-    lock = threading.Lock()
-    with progress:
-        task = progress.add_task(label, total=len(plan.todo), info=info())
-        run_task = None
+    def on_round(cfg: RunConfig, rec: dict) -> None:
+        with lock:
+            display.round(cfg, rec)
 
-        def on_start(cfg: RunConfig) -> None:
-            nonlocal run_task
-            with lock:
-                counts["running"] += 1
-                if isinstance(executor, InlineExecutor):
-                    if run_task is None:
-                        run_task = progress.add_task("", total=cfg.rounds, info="")
-                    progress.reset(run_task, total=cfg.rounds, description=f"  {run_id(cfg)}")
-                progress.update(task, info=info())
+    def on_done(cfg: RunConfig, out: Outcome) -> None:
+        with lock:
+            report.outcomes.append(out)
+            display.done(cfg, out)
 
-        def on_round(rec: dict) -> None:
-            with lock:
-                if run_task is not None:
-                    acc = rec.get("test_acc")
-                    progress.update(
-                        run_task,
-                        completed=rec["round"],
-                        info="" if acc is None or math.isnan(acc) else f"acc {acc:.4f}",
-                    )
-
-        def on_done(cfg: RunConfig, out: Outcome) -> None:
-            with lock:
-                counts["running"] -= 1
-                if out.status in ("failed", "diverged"):
-                    counts[out.status] += 1
-                report.outcomes.append(out)
-                progress.update(task, advance=1, info=info())
-
-        try:
+    try:
+        with display:
             executor.run(plan.todo, results, plan.repair, on_start, on_done, on_round)
-        finally:
-            if run_task is not None:
-                progress.remove_task(run_task)
+    except KeyboardInterrupt as e:
+        report.seconds = time.perf_counter() - t0
+        e.report = report
+        raise
     report.seconds = time.perf_counter() - t0
     recheck_busy(report, results)
     return report
+
+
+class _Lines:
+    """Off a terminal: a line per finished run (info), the runs' rounds at most every
+    ROUND_LINE_FACTOR x FEDBENCH_PROGRESS_SECONDS over the whole sweep (info) and every round
+    they report (debug), through the `fedbench.progress` logger."""
+
+    ROUND_LINE_FACTOR = 3.0
+
+    def __init__(self, plan: Plan):
+        self.total, self.finished = len(plan.todo), 0
+        self.t0 = time.monotonic()
+        self.every = progress_seconds() * self.ROUND_LINE_FACTOR
+        self.last_line = -math.inf
+        self.runs: dict[str, tuple[float, int]] = {}  # run -> (time, round) of its first report
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def start(self, cfg: RunConfig) -> None:
+        log.debug("%s: started", run_id(cfg))
+
+    def round(self, cfg: RunConfig, rec: dict) -> None:
+        rid, now, r = run_id(cfg), time.monotonic(), int(rec["round"])
+        t0, r0 = self.runs.setdefault(rid, (now, r))
+        per_round = (now - t0) / (r - r0) if r > r0 else math.nan
+        line = "  " + round_line(rid, rec, cfg.rounds, per_round)
+        if now - self.last_line >= self.every and log.isEnabledFor(logging.INFO):
+            log.info(line)
+            self.last_line = now
+        else:
+            log.debug(line)
+
+    def done(self, cfg: RunConfig, out: Outcome) -> None:
+        self.finished += 1
+        self.runs.pop(out.run_id, None)
+        elapsed = time.monotonic() - self.t0
+        eta = elapsed / self.finished * (self.total - self.finished)
+        log.info(
+            "[%d/%d] %s  ETA %s", self.finished, self.total, outcome_line(out), fmt_seconds(eta)
+        )
+
+
+def outcome_line(out: Outcome) -> str:
+    """`run  status  best acc 0.8  25 rounds  12.3 s  resumed from 10  (error)`."""
+    s = out.summary or {}
+    parts = [out.run_id, out.status]
+    if s.get("best_acc") is not None and s.get("best_acc") == s.get("best_acc"):
+        parts.append(f"best acc {s['best_acc']:.4g}")
+    if s.get("rounds_run") is not None:
+        parts.append(f"{s['rounds_run']} rounds")
+    parts.append(f"{out.seconds:.1f} s")
+    parts += outcome_notes(out)
+    if out.error:
+        parts.append(f"({out.error})")
+    return "  ".join(parts)
+
+
+def outcome_notes(out: Outcome) -> list[str]:
+    """What else happened to the run: resumed from a checkpoint, run again after its worker
+    died."""
+    notes = []
+    if out.resumed:
+        notes.append("resumed from round " + ", ".join(str(r) for r in out.resumed))
+    if out.attempts > 1:
+        notes.append(f"attempt {out.attempts} (its worker died)")
+    return notes
+
+
+class _Bar:
+    """On a terminal: rich's live display (runs done, running, failed, ETA; the current run's
+    rounds for the inline executor)."""
+
+    def __init__(self, plan: Plan, label: str, executor):
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.counts = {"running": 0, "failed": 0, "diverged": 0, "interrupted": 0}
+        self.inline = isinstance(executor, InlineExecutor)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self.task = self.progress.add_task(label, total=len(plan.todo), info=self.info())
+        self.run_task = None
+
+    def info(self) -> str:
+        c = self.counts
+        extra = f" · interrupted {c['interrupted']}" if c["interrupted"] else ""
+        return f"running {c['running']} · failed {c['failed']} · diverged {c['diverged']}{extra}"
+
+    def __enter__(self):
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.run_task is not None:
+            self.progress.remove_task(self.run_task)
+        self.progress.__exit__(*exc)
+
+    def start(self, cfg: RunConfig) -> None:
+        self.counts["running"] += 1
+        if self.inline:
+            if self.run_task is None:
+                self.run_task = self.progress.add_task("", total=cfg.rounds, info="")
+            self.progress.reset(self.run_task, total=cfg.rounds, description=f"  {run_id(cfg)}")
+        self.progress.update(self.task, info=self.info())
+
+    def round(self, cfg: RunConfig, rec: dict) -> None:
+        if self.run_task is not None:
+            acc = rec.get("test_acc")
+            info = "" if acc is None or math.isnan(acc) else f"acc {acc:.4f}"
+            self.progress.update(self.run_task, completed=rec["round"], info=info)
+
+    def done(self, cfg: RunConfig, out: Outcome) -> None:
+        self.counts["running"] -= 1
+        if out.status in self.counts:
+            self.counts[out.status] += 1
+        if out.attempts > 1 or out.status == "interrupted":
+            self.progress.console.print(outcome_line(out), highlight=False)
+        self.progress.update(self.task, advance=1, info=self.info())
 
 
 def summary_table(report: SweepReport, limit: int = 40):
@@ -128,7 +230,8 @@ def summary_table(report: SweepReport, limit: int = 40):
         outs = [o for o in outs if o.status not in ("complete", "done")]
     table = Table(title="runs of this sweep" if outs is report.outcomes else "runs not complete")
     shown, values = _varying(report.plan.todo, [o.run_id for o in outs])
-    for col in ("run", *shown, "status", "best acc", "rounds to target", "wall s", "error"):
+    columns = ("run", *shown, "status", "best acc", "rounds to target", "wall s", "notes", "error")
+    for col in columns:
         table.add_column(col, justify="right" if col in ("best acc", "wall s") else "left")
     for o in outs:
         s = o.summary or {}
@@ -139,6 +242,7 @@ def summary_table(report: SweepReport, limit: int = 40):
             fmt_cell(s.get("best_acc")),
             fmt_cell(s.get("rounds_to_target")),
             f"{o.seconds:.1f}",
+            "; ".join(outcome_notes(o)),
             o.error or "",
         )
     return table
@@ -194,6 +298,7 @@ def summary_line(report: SweepReport) -> str:
         f"{len(report.outcomes)} run(s) in {report.seconds:.1f} s: "
         f"{report.count('complete')} complete, {report.count('diverged')} diverged, "
         f"{report.count('failed')} failed"
+        + (f", {report.count('interrupted')} interrupted" if report.count("interrupted") else "")
     ]
     others = report.count("busy") + len(p.busy)
     if p.done or report.count("done"):

@@ -39,13 +39,15 @@ def plan_sweep(
     """Which configs are done, running elsewhere, or to run. Done: a finished record with the
     config's identity and readable rounds, on the data this config would load now (its data
     fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
-    is rerun (on_error="skip", the default) or stops the plan with its name ("fail");
-    strict=True refuses records written by another fedbench version. shipped=True: a run in the
-    shipped store (fedbench.results.store) is done too, matched like a local one."""
+    is rerun (on_error="skip", the default; sweep --damaged rerun) or stops the plan with its
+    name ("fail"; --damaged stop); strict=True refuses records written by another fedbench
+    version. shipped=True: a run in the shipped store (fedbench.results.store) is done too,
+    matched like a local one."""
     from fedbench.results import FINISHED, RunIndex
     from fedbench.results.locks import claimed_elsewhere
 
     index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict, shipped=shipped)
+    index.skip_option = "--damaged rerun"  # sweep's name for on_error="skip" (it reruns them)
     plan = Plan(problems=list(index.problems))
     for cfg in configs:
         key = config_hash(cfg)

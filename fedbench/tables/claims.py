@@ -1,11 +1,17 @@
 """The papers' qualitative claims: the check language that paper modules write.
 
-(Checking a table's claims over its evaluated cells is fedbench.tables.verdicts.)
+(Checking a table's claims over its evaluated cells is fedbench.tables.verdicts; the rule that
+decides each claim over seeds is fedbench.tables.decision.)
 
 A claim is one line of the paper's text and a check over one dataset's cells. Checks read
-cells through a view (CellView): v.mean(row, col) is our mean (None when the cell is missing or
-n/a, math.inf when the target was not reached), v.paper(row, col) the paper's PaperValue (or
+cells through a view (CellView): v.seeds(row, col) is a cell's per-seed values (decision.Seeds,
+censored seeds at their cap; None when the cell has no number), v.mean(row, col) our mean (None
+when missing or n/a, math.inf when no seed reached the target, the mean at the caps when some
+did not), v.text(row, col) how the mean is shown, v.paper(row, col) the paper's PaperValue (or
 None), v.dataset the dataset. A row may be a callable of the dataset.
+
+Every check returns a Verdict: reproduced, not reproduced or inconclusive by the decision rule,
+or n/a where a cell it needs has no number.
 """
 
 from __future__ import annotations
@@ -15,12 +21,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbench.tables import decision as rule
+
+N_A = "n/a"
+
 
 @dataclass(frozen=True)
 class Verdict:
-    holds: bool | None  # None: n/a (a cell without a number, or nothing to decide)
+    holds: bool | None  # True: reproduced, False: not reproduced, None: inconclusive or n/a
     ours: str
     paper: str = ""
+    inconclusive: bool = False  # holds is None because the seeds do not decide (not n/a)
+
+    @property
+    def outcome(self) -> str:
+        if self.holds is not None:
+            return rule.REPRODUCED if self.holds else rule.NOT_REPRODUCED
+        return rule.INCONCLUSIVE if self.inconclusive else N_A
+
+
+def decided(outcome: str, ours: str, paper: str = "") -> Verdict:
+    """The Verdict of a decision-rule outcome."""
+    holds = {rule.REPRODUCED: True, rule.NOT_REPRODUCED: False}.get(outcome)
+    return Verdict(holds, ours, paper, inconclusive=outcome == rule.INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -29,12 +52,15 @@ class Claim:
     check: Callable[[Any], Verdict] = field(repr=False)
     datasets: tuple[str, ...] | None = None  # None: every dataset of the table
     source: str = ""  # where the paper says it, shown when the check has no paper numbers
+    # False: a measurement beside the claims (e.g. a bound the paper implies), shown with its
+    # numbers but not counted among the outcomes
+    counted: bool = True
 
 
 Ref = tuple[Any, str]  # (row or row(dataset), col)
 
 
-def _show(v) -> str:
+def show_number(v) -> str:
     if v is None:
         return "no number"
     if isinstance(v, float):
@@ -67,43 +93,77 @@ def not_applicable(v, refs, paper="") -> Verdict | None:
 
 
 def listing(v, refs, values) -> str:
-    return ", ".join(f"{_label(v, r)} {_show(x)}" for r, x in zip(refs, values))
+    return ", ".join(f"{_label(v, r)} {show_number(x)}" for r, x in zip(refs, values))
 
 
-def lowest(best: Ref, others: list[Ref], lower: bool = True, stated: str = "") -> Callable:
-    """`best` beats every one of `others` (lower value, or higher with lower=False)."""
+def ours_listing(v, refs) -> str:
+    """Our cells as shown: '> R' for one that never reached the target, '> m' for a mean with
+    censored seeds in it."""
+    return ", ".join(f"{_label(v, r)} {v.text(*r)}" for r in refs)
+
+
+def _interval(d: rule.Decision, what: str) -> str:
+    """'what: mean [low, high] (n seeds)' of a decision, or why it has no interval."""
+    if d.interval is None:
+        return f"{what}: {d.n} seed{'s' if d.n != 1 else ''}, no interval"
+    m, lo, hi = d.interval
+    return f"{what}: {m:+.3g} [{lo:+.3g}, {hi:+.3g}] ({d.n} seeds)"
+
+
+def _pair(v, a: Ref, b: Ref, lower: bool, drift: float = 0.0) -> rule.Decision:
+    """'a beats b': a < b (lower) or a > b, paired over the seeds; by more than drift x a's
+    mean where the measurement drifts (decision.less's margin)."""
+    sa, sb = v.seeds(*a), v.seeds(*b)
+    margin = drift * abs(v.mean(*a)) if drift else 0.0
+    return rule.less(sa, sb, margin) if lower else rule.less(sb, sa, margin)
+
+
+def _diff_name(v, a: Ref, b: Ref, lower: bool) -> str:
+    """The difference a pair's interval is of: the one the claim says is positive."""
+    big, small = (b, a) if lower else (a, b)
+    return f"{_label(v, big)} - {_label(v, small)}"
+
+
+def _deciding(decisions: list[rule.Decision], outcome: str) -> int:
+    """Which part's interval to show: the first that fails or does not decide; else the one
+    nearest zero."""
+    for i, d in enumerate(decisions):
+        if d.outcome == outcome:
+            return i
+    return min(range(len(decisions)), key=lambda i: abs(decisions[i].interval[1]))
+
+
+def lowest(
+    best: Ref, others: list[Ref], lower: bool = True, stated: str = "", drift: float = 0.0
+) -> Callable:
+    """`best` beats every one of `others` (lower value, or higher with lower=False): each pair a
+    difference over the seeds (decision.less), by more than drift x best's mean where the
+    measurement itself drifts (seconds on a shared machine)."""
 
     def check(v) -> Verdict:
         refs = [best, *others]
         paper_vals = [_pv(v, r) for r in refs]
-        paper = stated
-        if all(p is not None for p in paper_vals):
-            paper = listing(v, refs, paper_vals)
-        a = v.mean(*best)
+        paper = listing(v, refs, paper_vals) if None not in paper_vals else stated
+        if v.mean(*best) is None:
+            return not_applicable(v, refs, paper)
         have = [r for r in others if v.mean(*r) is not None]
-        # nothing reached the target: nothing to order (n/a below)
-        decided = a is not None and not all(math.isinf(v.mean(*r)) for r in [best, *have])
-        beaten = [r for r in have if not _beats(a, v.mean(*r), lower)] if decided else []
-        if beaten:  # decided by the cells there are, whatever the missing ones hold
-            shown = [best, *have]
-            return Verdict(False, listing(v, shown, [v.mean(*r) for r in shown]), paper)
-        na = not_applicable(v, refs, paper)
-        if na:
-            return na
-        rest = [v.mean(*r) for r in others]
-        return Verdict(True, listing(v, refs, [a, *rest]), paper)
+        pairs = [_pair(v, best, r, lower, drift) for r in have]
+        outcome = rule.combine_all([d.outcome for d in pairs]) if pairs else rule.INCONCLUSIVE
+        if outcome != rule.NOT_REPRODUCED:  # a failing pair decides, whatever the missing say
+            na = not_applicable(v, refs, paper)
+            if na:
+                return na
+        i = _deciding(pairs, outcome)
+        why = _interval(pairs[i], _diff_name(v, best, have[i], lower))
+        shown = [best, *have] if outcome == rule.NOT_REPRODUCED else refs
+        return decided(outcome, f"{ours_listing(v, shown)}; {why}", paper)
 
     return check
 
 
-def _beats(a: float, b: float, lower: bool) -> bool:
-    if lower:  # a tie in 'not reached' is not a win
-        return a < b and not math.isinf(a)
-    return a > b
-
-
 def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Callable:
-    """The cells' values are monotone along refs (ties allowed)."""
+    """The cells' values are monotone along refs (ties allowed): the ends differ in that
+    direction and no step is reversed, over the seeds (decision.ordered)."""
 
     def check(v) -> Verdict:
         paper_vals = [_pv(v, r) for r in refs]
@@ -111,19 +171,35 @@ def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Calla
         na = not_applicable(v, refs, paper)
         if na:
             return na
-        vals = [v.mean(*r) for r in refs]
-        pairs = list(zip(vals, vals[1:]))
-        ok = all((a <= b) if increasing else (a >= b) for a, b in pairs)
-        return Verdict(ok, listing(v, refs, vals), paper)
+        chain = refs if increasing else list(reversed(refs))
+        outcome, parts = rule.ordered([v.seeds(*r) for r in chain])
+        names = [f"{_label(v, chain[-1])} - {_label(v, chain[0])}"] + [
+            f"{_label(v, a)} - {_label(v, b)}" for a, b in zip(chain, chain[1:])
+        ]
+        # the ends when they decide; else the step that is reversed
+        i = (
+            0
+            if outcome != rule.NOT_REPRODUCED or parts[0].holds is False
+            else next(j for j in range(1, len(parts)) if parts[j].holds)
+        )
+        return decided(outcome, f"{ours_listing(v, refs)}; {_interval(parts[i], names[i])}", paper)
 
     return check
 
 
-def ratio_near(num: Ref, den: Ref, tol: float = 0.25, paper_ratio: float | None = None):
-    """ours num/den within a factor (1 + tol) of the paper's (its cells' ratio, or given)."""
+def ratio_near(
+    num: Ref,
+    den: Ref,
+    tol: float = 0.25,
+    paper_ratio: float | None = None,
+    paper_from: tuple[Ref, Ref] | None = None,
+):
+    """ours num/den within a factor (1 + tol) of the paper's (its cells' ratio, the ratio of
+    the paper values of the cells paper_from names, or given): the interval of the per-seed
+    ratios inside that band (decision.within)."""
 
     def check(v) -> Verdict:
-        pn, pd_ = _pv(v, num), _pv(v, den)
+        pn, pd_ = (_pv(v, r) for r in (paper_from or (num, den)))
         want = paper_ratio if paper_ratio is not None else (pn / pd_ if pn and pd_ else None)
         if want is None:
             return Verdict(None, "the paper gives no ratio here")
@@ -131,35 +207,40 @@ def ratio_near(num: Ref, den: Ref, tol: float = 0.25, paper_ratio: float | None 
         na = not_applicable(v, [num, den], paper)
         if na:
             return na
-        a, b = v.mean(*num), v.mean(*den)
-        if math.isinf(a) or math.isinf(b) or b == 0:
-            return Verdict(None, f"{_show(a)} / {_show(b)}", paper)
-        r = a / b
-        return Verdict(want / (1 + tol) <= r <= want * (1 + tol), f"{r:.2f}x", paper)
+        r = rule.ratios(v.seeds(*num), v.seeds(*den))
+        d = rule.within(r, want / (1 + tol), want * (1 + tol))
+        shown = f"{ours_listing(v, [num, den])}; " + _interval(d, "ratio").replace("+", "")
+        return decided(d.outcome, shown, paper)
 
     return check
 
 
 def within_ci(refs: list[Ref]) -> Callable:
-    """Every cell's mean inside the paper's interval."""
+    """Every cell inside the paper's interval: our interval within theirs (decision.within).
+    An absolute value: n/a unless the runs are at the paper's own setting (v.cut empty)."""
 
     def check(v) -> Verdict:
         have = [r for r in refs if v.paper(*r) is not None and v.paper(*r).low is not None]
         if not have:
             return Verdict(None, "the paper gives no interval here")
         paper = ", ".join(f"{_label(v, r)} {v.paper(*r).text}" for r in have)
+        if getattr(v, "cut", ""):
+            return Verdict(None, f"an absolute value at a cut scale ({v.cut})", paper)
         na = not_applicable(v, have, paper)
         if na:
             return na
-        vals = [v.mean(*r) for r in have]
-        ok = all(v.paper(*r).low <= x <= v.paper(*r).high for r, x in zip(have, vals))
-        return Verdict(ok, listing(v, have, vals), paper)
+        parts = [rule.within(v.seeds(*r), v.paper(*r).low, v.paper(*r).high) for r in have]
+        outcome = rule.combine_all([d.outcome for d in parts])
+        i = _deciding(parts, outcome) if outcome != rule.REPRODUCED else 0
+        why = _interval(parts[i], _label(v, have[i])).replace("+", "")
+        return decided(outcome, f"{ours_listing(v, have)}; {why}", paper)
 
     return check
 
 
 def same_as_paper(refs: list[Ref], rel: float = 0.0) -> Callable:
-    """Every cell equals the paper's value (strings), or is within rel of it (numbers)."""
+    """Every cell equals the paper's value (strings), or is within rel of it (numbers): for
+    exact cells (constants, data statistics, derived labels), no seeds involved."""
 
     def check(v) -> Verdict:
         have = [r for r in refs if v.paper(*r) is not None]
@@ -189,30 +270,35 @@ def same_as_paper(refs: list[Ref], rel: float = 0.0) -> Callable:
 
 
 def reached(refs: list[Ref], stated: str = "") -> Callable:
-    """Every cell reached the target (a finite number of rounds)."""
+    """Every cell reached the target: reproduced where every seed did, not reproduced where a
+    cell has no seed that did, inconclusive where some seeds did not."""
 
     def check(v) -> Verdict:
-        vals = [v.mean(*r) for r in refs]
-        if None in vals:
+        if any(v.mean(*r) is None for r in refs):
             return not_applicable(v, refs, stated) or Verdict(None, "no number", stated)
-        ok = not any(isinstance(x, float) and math.isinf(x) for x in vals)
-        return Verdict(ok, listing(v, refs, vals), stated)
+        seeds = [v.seeds(*r) for r in refs]
+        if any(math.isinf(v.mean(*r)) for r in refs):
+            outcome = rule.NOT_REPRODUCED
+        elif any(s.larger for s in seeds):
+            outcome = rule.INCONCLUSIVE
+        else:
+            outcome = rule.REPRODUCED
+        return decided(outcome, ours_listing(v, refs), stated)
 
     return check
 
 
 def every(*checks: Callable) -> Callable:
-    """All checks hold: false as soon as one part is false (the missing parts cannot change
-    that), else n/a if any part is n/a; ours and paper: the failing or first part."""
+    """All checks hold: not reproduced as soon as one part is (the missing parts cannot change
+    that), else n/a if any part is n/a, else inconclusive if any part is; ours and paper: the
+    deciding part (the first that fails, is n/a or does not decide), or the first."""
 
     def check(v) -> Verdict:
         out = [c(v) for c in checks]
-        bad = [x for x in out if x.holds is False]
-        if bad:
-            return Verdict(False, bad[0].ours, bad[0].paper)
-        na = [x for x in out if x.holds is None]
-        if na:
-            return na[0]
+        for outcome in (rule.NOT_REPRODUCED, N_A, rule.INCONCLUSIVE):
+            part = next((x for x in out if x.outcome == outcome), None)
+            if part is not None:
+                return part
         return Verdict(True, out[0].ours, out[0].paper)
 
     return check

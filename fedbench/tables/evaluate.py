@@ -10,6 +10,7 @@ from pathlib import Path
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
 from fedbench.results import RunIndex
+from fedbench.tables.decision import t_interval
 from fedbench.tables.metrics import METRICS
 from fedbench.tables.paper_values import lookup
 from fedbench.tables.result import CellResult, Selection, TableResult
@@ -20,14 +21,49 @@ SPREADS = ("minmax", "ci95")
 
 
 def _reduce(values: list[float], spread: str) -> tuple[float, float | None, float | None]:
+    """Mean and spread over seeds: min-max, or the Student-t 95 % interval of the mean."""
     mean = sum(values) / len(values)
     if len(values) < 2:
         return mean, None, None
     if spread == "ci95":
-        var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-        h = 1.96 * math.sqrt(var) / math.sqrt(len(values))
-        return mean, mean - h, mean + h
+        return t_interval(values)
     return mean, min(values), max(values)
+
+
+_UNREADABLE = object()  # a run whose metric could not be read (reported; not counted)
+
+
+def _read_metric(metric, rec, index: RunIndex):
+    """One run's value of the metric (None: no value), or _UNREADABLE (reported)."""
+    cache: dict = {}
+
+    def rounds(cols):
+        key = tuple(cols)
+        if key not in cache:
+            cache[key] = index.rounds(rec, list(cols))
+        return cache[key]
+
+    try:
+        v = metric.fn(rec.summary, rounds)
+        return v if v is None else float(v)
+    except Exception as e:  # missing columns, wrong types in run.json or rounds.parquet
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        index._problem(f"{rec.run_dir}: cannot read {metric.label} ({first}); rerun it")
+        return _UNREADABLE
+
+
+def _add_seed(res: CellResult, seed: int, v: float, metric, rec) -> None:
+    """A seed's value into the cell; one that never reached the target is censored at its
+    cap ("> R": per_round x its rounds run, or the seconds it ran), not dropped."""
+    if math.isinf(v):
+        res.not_reached += 1
+        cap = metric.per_round * float(rec.summary.get(metric.cap_key) or 0)
+        res.cap = max(res.cap or 0, int(cap))
+        res.seed_values[seed] = float(cap)
+        res.censored.add(seed)
+    else:
+        res.seed_values[seed] = v
+        res.reached += 1
 
 
 def _run_cell(
@@ -36,7 +72,6 @@ def _run_cell(
     cell = res.cell
     metric = METRICS[cell.metric]
     res.expected = len(seeds)
-    values: list[float] = []
     failures: list[str] = []
     nodata = 0
     for seed in seeds:
@@ -51,53 +86,34 @@ def _run_cell(
             if other is not None and other.status == "failed":
                 failures.append(other.meta.get("error", "failed"))
             continue
-        res.n += 1
-        res.records.append((seed, rec))
         if rec.meta.get("device_name"):
             devices.add(rec.meta["device_name"])
         if rec.status == "diverged":
             res.diverged += 1
             if not metric.diverged_counts:
+                res.n += 1
+                res.records.append((seed, rec))
                 continue
-        cache: dict = {}
-
-        def rounds(cols, rec=rec, cache=cache):
-            key = tuple(cols)
-            if key not in cache:
-                cache[key] = index.rounds(rec, list(cols))
-            return cache[key]
-
-        try:
-            v = metric.fn(rec.summary, rounds)
-            v = v if v is None else float(v)
-        except Exception as e:  # missing columns, wrong types in run.json or rounds.parquet
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            index._problem(f"{rec.run_dir}: cannot read {metric.label} ({first}); rerun it")
-            res.n -= 1
-            res.records.pop()
+        v = _read_metric(metric, rec, index)
+        if v is _UNREADABLE:
             continue
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        res.n += 1
+        res.records.append((seed, rec))
+        if v is None or math.isnan(v):
             nodata += 1
             continue
-        if math.isinf(v):
-            res.not_reached += 1
-            res.cap = max(res.cap or 0, int(rec.summary.get("rounds_run") or 0))
-            continue
-        values.append(float(v))
-        res.reached += 1
+        _add_seed(res, seed, v, metric, rec)
     if res.n == 0:
         res.status = "missing"
         if failures:
             res.note = f"failed: {failures[0]}"
         return
     res.status = "ok" if res.n == res.expected else "partial"
-    if values:
-        res.mean, res.low, res.high = _reduce(values, spread)
+    if res.reached:  # censored seeds enter at their caps: the mean is then a lower bound
+        res.mean, res.low, res.high = _reduce(list(res.seed_values.values()), spread)
     elif res.not_reached:
         res.mean = math.inf
-    notes = []
-    if res.diverged:
-        notes.append(f"{res.diverged} diverged")
+    notes = [f"{res.diverged} diverged"] if res.diverged else []
     if nodata:
         notes.append(f"{nodata} without {metric.label}")
     res.note = ", ".join(notes)
@@ -163,7 +179,13 @@ def evaluate_table(
             means = [
                 s.mean if s is not None and s.status in ("ok", "partial") else None for s in srcs
             ]
-            means = [None if isinstance(m, float) and math.isinf(m) else m for m in means]
+            # a mean with censored seeds is a bound, not a number to compute with
+            means = [
+                None
+                if s is None or s.not_reached or (isinstance(m, float) and math.isinf(m))
+                else m
+                for s, m in zip(srcs, means)
+            ]
             res.mean = c.derived.fn(*means)
             res.status = "ok" if res.mean is not None else "missing"
             na = [s for s in srcs if s is not None and s.status == "unavailable"]

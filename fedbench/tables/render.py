@@ -193,7 +193,7 @@ def ours_text(res: CellResult, spread: str) -> str:
         text = f"> {res.cap}" if res.cap else "not reached"
     else:
         d = _digits(res)
-        text = _num(m, d)
+        text = ("> " if res.not_reached else "") + _num(m, d)  # censored seeds: a lower bound
         if res.low is not None and res.high is not None:
             if spread == "ci95":
                 text += f" ± {_num((res.high - res.low) / 2, d)}"
@@ -204,7 +204,7 @@ def ours_text(res: CellResult, spread: str) -> str:
         if res.status == "partial":
             extra.append(f"{res.n}/{res.expected} seeds")
         if res.not_reached and m is not None and not (isinstance(m, float) and math.isinf(m)):
-            extra.append(f"{res.reached}/{res.n} reached")
+            extra.append(f"{res.not_reached}/{res.n} seeds > {res.cap}, counted at {res.cap}")
         if res.note:
             extra.append(res.note)
     return text + (f" ({'; '.join(extra)})" if extra else "")
@@ -256,12 +256,14 @@ def table_frame(result: TableResult) -> pd.DataFrame:
 def table_notes(result: TableResult) -> list[str]:
     spec = result.spec
     seeds = result.selection.seeds if result.selection.seeds is not None else spec.seeds
-    how = "mean ± 1.96·std/sqrt(n)" if result.spread == "ci95" else "mean [min–max]"
+    how = "mean ± t(0.975, n-1)·std/sqrt(n) (Student's t)"
+    how = how if result.spread == "ci95" else "mean [min–max]"
     lines = []
     if any(c.cell.kind == "runs" for c in result.cells):
         lines.append(
             f"ours: {how} over seeds {','.join(map(str, seeds))}; diff = ours - paper; "
-            f"'> R': target not reached in R rounds"
+            "'> R': target not reached in R rounds (censored: counted at R in means and "
+            "spreads, so '> m' is a lower bound)"
         )
     lines += list(spec.notes)
     for reason, n in result.unavailable().items():
@@ -283,6 +285,8 @@ def render_paper_table(result: TableResult, fmt: str, header: list[str]) -> str:
     df = table_frame(result)
     notes = table_notes(result)
     title = f"{result.spec.source}: {result.spec.title}"
+    if substitute_line(result):
+        title += f" (SUBSTITUTE: {result.selection.dataset}, not the paper's data)"
     claims = claim_lines(result)
     if fmt == "md":
         body = tabulate(
@@ -366,10 +370,19 @@ def rich_paper_table(result: TableResult):
 
 
 def table_file_name(result: TableResult) -> str:
-    """NAME[_DATASET], plus each added method (`_plus_fedavg_l1_lam0.1`): a table with rows
-    added never writes over the paper table's file."""
+    """NAME[_DATASET][_substitute], plus each added method (`_plus_fedavg_l1_lam0.1`): a table
+    with rows added never writes over the paper table's file; a substitute dataset variant says
+    so in its file's name."""
     ds = result.selection.dataset
+    sub = "_substitute" if result.spec.substitute(ds) else ""
     added = "".join(
         "_plus_" + re.sub(r"[^\w.-]+", "_", a.replace("=", "")) for a in result.selection.additions
     )
-    return result.spec.name + (f"_{ds}" if ds else "") + added
+    return result.spec.name + (f"_{ds}" if ds else "") + sub + added
+
+
+def substitute_line(result: TableResult) -> str | None:
+    """The header line of a table on a substitute dataset (None on the paper's own data)."""
+    ds = result.selection.dataset
+    said = result.spec.substitute(ds)
+    return f"substitute: {ds}, not the paper's data: {said}" if said else None

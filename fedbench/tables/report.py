@@ -11,16 +11,18 @@ compute) and its claims block, marked as such.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from fedbench.errors import FedbenchError
+from fedbench.tables.decision import RULE
 from fedbench.tables.evaluate import evaluate_table
-from fedbench.tables.render import header_lines, write_guarded
+from fedbench.tables.render import header_lines, substitute_line, write_guarded
 from fedbench.tables.result import Selection, TableResult
 from fedbench.tables.spec import TABLES, TableSpec, cell_config
-from fedbench.tables.verdicts import claim_lines, claims_summary
+from fedbench.tables.verdicts import OUTCOMES, claim_lines, outcome_counts
 
 SCALE_FIELDS = (("rounds", "rounds"), ("num_clients", "N"), ("clients_per_round", "K"))
 IGNORED = {"--format": 1, "--out": 1, "--results": 1, "--on-error": 1}  # flag -> values taken
@@ -90,7 +92,15 @@ def read_table_file(path: Path, results: str) -> FileEntry | None:
     return FileEntry(name, sel.dataset, path.name, cmd, sweep, header, claims)
 
 
-FILE_HEADER_KEYS = ("made by: ", "fedbench ", "device: ", "compute: ", "scale: ", "calibrated: ")
+FILE_HEADER_KEYS = (
+    "made by: ",
+    "fedbench ",
+    "device: ",
+    "compute: ",
+    "scale: ",
+    "calibrated: ",
+    "substitute: ",
+)
 
 
 def _file_header(lines: list[str]) -> dict[str, str]:
@@ -332,24 +342,31 @@ def render_report(
         "scale are what its file in this folder says "
         "('?': the file predates fedbench writing its scale).",
         "",
-        "| table | dataset | paper | claims | scale |",
-        "|---|---|---|---|---|",
+        f"Each claim is decided over seeds by one rule ({RULE}). The three outcome columns "
+        "count a table's claims; n/a: cells without a number; '–': a file made before the rule "
+        "(its verdicts are by the means alone).",
+        "",
+        "| table | dataset | paper | reproduced | not reproduced | inconclusive | n/a | scale |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         full, scale = table_scale(e.result)
         ds = e.result.selection.dataset or ", ".join(e.result.spec.datasets)
-        name = e.name + (" (calibrated)" if e.fit_line else "")
+        k = outcome_counts(e.result)
+        counts = " | ".join(str(k[o]) for o in (*OUTCOMES, "n/a"))
         lines.append(
-            f"| {name} | {ds} | {e.result.spec.source} | "
-            f"{claims_summary(e.result).removeprefix('claims: ')} | {'full' if full else 'cut'} |"
+            f"| {_entry_name(e)} | {ds} | {e.result.spec.source} | {counts} | "
+            f"{'full' if full else 'cut'} |"
         )
     for f in file_entries:
         spec = TABLES[f.name]
-        claims = f.claims[0].removeprefix("claims: ") if f.claims else "none in the file"
+        k = summary_counts(f.claims[0]) if f.claims else {}
+        counts = " | ".join(str(k.get(o, "–")) for o in (*OUTCOMES, "n/a"))
         scale = {True: "full", False: "cut", None: "?"}[f.full]
-        name = f.name + (" (calibrated)" if "calibrated" in f.header else "") + " (file)"
+        name = f.name + "".join(f" ({k})" for k in ("calibrated", "substitute") if k in f.header)
+        name += " (file)"
         ds = f.dataset or ", ".join(spec.datasets)
-        lines.append(f"| {name} | {ds} | {spec.source} | {claims} | {scale} |")
+        lines.append(f"| {name} | {ds} | {spec.source} | {counts} | {scale} |")
     for e in entries:
         lines += _section(e)
     for f in file_entries:
@@ -376,6 +393,30 @@ def report_run_count(entries: list[Entry], file_entries: list[FileEntry] = ()) -
     return sum(e.result.run_count() for e in entries) + from_files
 
 
+def summary_counts(line: str) -> dict[str, int]:
+    """The outcome counts of a file's 'claims: ...' line: 'k of n reproduced, m not reproduced,
+    j inconclusive (x n/a: ...)', or the form before the decision rule, 'k of n reproduced
+    (x n/a: ...)' (then not reproduced = n - k, and no inconclusive count)."""
+    nums = [int(w) for w in re.findall(r"\d+", line)]
+    out: dict[str, int] = {}
+    if "inconclusive" in line and len(nums) >= 4:
+        out = dict(zip(OUTCOMES, (nums[0], nums[2], nums[3])))
+        rest = nums[4:]
+    elif len(nums) >= 2:
+        out = {"reproduced": nums[0], "not reproduced": nums[1] - nums[0]}
+        rest = nums[2:]
+    else:
+        return out
+    out["n/a"] = rest[0] if rest and "n/a" in line else 0
+    return out
+
+
+def _entry_name(e: Entry) -> str:
+    """The table's name, marked where its runs are calibrated or its data a substitute."""
+    sub = e.result.spec.substitute(e.result.selection.dataset)
+    return e.name + (" (calibrated)" if e.fit_line else "") + (" (substitute)" if sub else "")
+
+
 def _section(e: Entry) -> list[str]:
     r, sel = e.result, e.result.selection
     ds = sel.dataset or ", ".join(r.spec.datasets)
@@ -385,12 +426,13 @@ def _section(e: Entry) -> list[str]:
     opts = Selection(seeds=sel.seeds, preset=sel.preset, sets=sel.sets).options()
     if e.fit_line:  # the fit's values are in sel.sets; the sweep takes them from the fit
         opts = " ".join(filter(None, [Selection(seeds=sel.seeds).options(), "--calibrated"]))
-    calibrated = " (calibrated)" if e.fit_line else ""
+    sub = substitute_line(r)
     out = [
         "",
-        f"## {e.name}{calibrated} ({ds}): {r.spec.source}, {r.spec.title}",
+        f"## {_entry_name(e)} ({ds}): {r.spec.source}, {r.spec.title}",
         "",
         *([f"- {e.fit_line}"] if e.fit_line else []),
+        *([f"- {sub}"] if sub else []),
         f"- scale: {table_scale(r)[1]}",
         f"- runs made by: `{sweep}{' ' + opts if opts else ''}`",
         f"- table made by: `{e.table_command}`" + (f" (file `{e.file}`)" if e.file else ""),
@@ -398,7 +440,7 @@ def _section(e: Entry) -> list[str]:
     ]
     if e.ignored:
         out.append(f"- options of that command this report did not apply: {' '.join(e.ignored)}")
-    claims = claim_lines(r)
+    claims = claim_lines(r, rule=False)
     if claims:
         out += ["", f"**{claims[0]}**", ""] + [f"- {c.strip()}" for c in claims[1:]]
     return out
@@ -406,15 +448,16 @@ def _section(e: Entry) -> list[str]:
 
 def _file_section(f: FileEntry) -> list[str]:
     spec, h = TABLES[f.name], f.header
-    calibrated = " (calibrated)" if "calibrated" in h else ""
+    marks = "".join(f" ({k})" for k in ("calibrated", "substitute") if k in h)
     out = [
         "",
-        f"## {f.name}{calibrated} ({f.dataset or ', '.join(spec.datasets)}): {spec.source}, "
+        f"## {f.name}{marks} ({f.dataset or ', '.join(spec.datasets)}): {spec.source}, "
         f"{spec.title} (from its file)",
         "",
         f"- its runs are not (or not all) in this results folder: what follows is `{f.file}`'s "
         f"own header and verdicts (fedbench {h.get('fedbench', '?')})",
         *([f"- calibrated: {h['calibrated']}"] if "calibrated" in h else []),
+        *([f"- substitute: {h['substitute']}"] if "substitute" in h else []),
         f"- scale: {h.get('scale', 'not in the file (made before fedbench wrote it)')}",
         f"- runs made by: `{f.sweep_command}`",
         f"- table made by: `{f.table_command}` (file `{f.file}`)",

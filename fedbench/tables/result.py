@@ -62,6 +62,9 @@ class CellResult:
     note: str = ""
     paper: PaperValue | None = None
     records: list = field(default_factory=list)  # (seed, RunRecord) of the finished runs
+    # each seed's value (a censored one at its cap) and the censored seeds ('> cap')
+    seed_values: dict[int, float] = field(default_factory=dict)
+    censored: set[int] = field(default_factory=set)
 
     @property
     def diff(self) -> float | str | None:
@@ -70,7 +73,7 @@ class CellResult:
         p = self.paper.value
         if isinstance(self.mean, str) or isinstance(p, str):
             return "same" if str(self.mean) == str(p) else "differs"
-        if math.isinf(self.mean):
+        if math.isinf(self.mean) or self.not_reached:  # a bound ('> m') has no difference
             return None
         return self.mean - float(p)
 
@@ -168,4 +171,4 @@ class ClaimResult:
 
     @property
     def status(self) -> str:
-        return {True: "reproduced", False: "not reproduced", None: "n/a"}[self.verdict.holds]
+        return self.verdict.outcome if self.claim.counted else "measured"

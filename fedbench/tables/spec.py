@@ -72,6 +72,8 @@ class PlotSpec:
     panels: str = "col"  # col | row | dataset
     xlabel: str = ""
     logy: bool = False
+    x: str = "round"  # curves: the rounds.parquet column drawn along x (cum_seconds: seconds)
+    logx: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,14 @@ class TableSpec:
     # anchor of its own whose setting is another table's (FedLGA's Table V reads Table VI's
     # runs; Figs. 5 and 7 vary one setting of it and give no FMNIST number to fit to)
     calibrated_by: str | None = None
+    # (dataset, what it stands in for and why): a dataset variant that is not the paper's, run
+    # with the table's protocol where the paper's data is not here; labelled in the table's file
+    # name, header and REPORT
+    substitutes: tuple[tuple[str, str], ...] = ()
+
+    def substitute(self, dataset: str | None) -> str | None:
+        """What a substitute dataset variant stands in for (None: the paper's own data)."""
+        return dict(self.substitutes).get(dataset) if dataset else None
 
     def variants(self, dataset: str | None = None) -> tuple[str, ...]:
         if dataset is None:

@@ -3,6 +3,10 @@ cells through a CellView and gives a Verdict (the language is fedbench.tables.cl
 
 from __future__ import annotations
 
+import math
+
+from fedbench.tables.claims import show_number
+from fedbench.tables.decision import RULE, Seeds
 from fedbench.tables.paper_values import PaperValue
 from fedbench.tables.result import CellResult, ClaimResult, TableResult
 
@@ -14,6 +18,7 @@ class CellView:
         self.dataset = dataset
         self._by = {(c.cell.row, c.cell.col): c for c in result.cells if c.cell.dataset == dataset}
         self.cols = {col for _, col in self._by}
+        self.cut = _cut(result)
 
     def row(self, row) -> str:
         return row(self.dataset) if callable(row) else row
@@ -27,9 +32,39 @@ class CellView:
             return None
         return c.mean
 
+    def seeds(self, row, col) -> Seeds | None:
+        """The cell's per-seed values, censored ones at their caps ('> R': may be larger); an
+        exact cell (a constant, a derived number) is one value."""
+        c, m = self._get(row, col), self.mean(row, col)
+        if m is None or isinstance(m, str):
+            return None
+        if c.seed_values:
+            return Seeds(dict(c.seed_values), frozenset(c.censored))
+        return Seeds({0: float(m)})
+
+    def text(self, row, col) -> str:
+        """The mean as a claim line shows it: '> R' when no seed reached the target, '> m' when
+        some did not (m: the mean with those at R)."""
+        c, m = self._get(row, col), self.mean(row, col)
+        if isinstance(m, float) and math.isinf(m):
+            return f"> {c.cap}" if c.cap else "not reached"
+        shown = show_number(m)
+        return f"> {shown}" if c is not None and c.not_reached and m is not None else shown
+
     def paper(self, row, col) -> PaperValue | None:
         c = self._get(row, col)
         return None if c is None else c.paper
+
+
+def _cut(result: TableResult) -> str:
+    """How the selection departs from the paper's setting ('' at the paper's own): an
+    absolute-value claim needs the paper's setting."""
+    sel = result.selection
+    if sel is None:
+        return ""
+    same_seeds = sel.seeds is None or set(result.spec.seeds) <= set(sel.seeds)
+    paper_own = not sel.preset and not sel.sets and same_seeds and sel.calibrated_from is None
+    return "" if paper_own else sel.options()
 
 
 def evaluate_claims(result: TableResult) -> list[ClaimResult]:
@@ -43,17 +78,33 @@ def evaluate_claims(result: TableResult) -> list[ClaimResult]:
     return out
 
 
+OUTCOMES = ("reproduced", "not reproduced", "inconclusive")
+
+
+def outcome_counts(result: TableResult) -> dict[str, int]:
+    """How many of the table's counted claims came out each way (and n/a)."""
+    counts = dict.fromkeys((*OUTCOMES, "n/a"), 0)
+    for c in result.claims:
+        if c.claim.counted:
+            counts[c.verdict.outcome] += 1
+    return counts
+
+
 def claims_summary(result: TableResult) -> str:
-    decided = [c for c in result.claims if c.verdict.holds is not None]
-    held = sum(bool(c.verdict.holds) for c in decided)
-    na = len(result.claims) - len(decided)
-    return f"claims: {held} of {len(decided)} reproduced" + (
-        f" ({na} n/a: cells without a number)" if na else ""
+    """'claims: k of n reproduced, m not reproduced, j inconclusive (x n/a: ...)'; n: the
+    claims with a number (the three outcomes)."""
+    k = outcome_counts(result)
+    n = sum(k[o] for o in OUTCOMES)
+    text = (
+        f"claims: {k['reproduced']} of {n} reproduced, {k['not reproduced']} not reproduced, "
+        f"{k['inconclusive']} inconclusive"
     )
+    return text + (f" ({k['n/a']} n/a: cells without a number)" if k["n/a"] else "")
 
 
-def claim_lines(result: TableResult) -> list[str]:
-    """'claims: k of n reproduced', then one line per claim: verdict, text, ours vs paper."""
+def claim_lines(result: TableResult, rule: bool = True) -> list[str]:
+    """The summary, one line per claim (outcome, text, ours vs paper), then the rule (unless
+    rule=False: the report states it once)."""
     if not result.claims:
         return []
     many = len({c.dataset for c in result.claims}) > 1
@@ -63,4 +114,4 @@ def claim_lines(result: TableResult) -> list[str]:
         said = c.verdict.paper or c.claim.source
         paper = f"; paper: {said}" if said else ""
         lines.append(f"  {c.status}: {where}{c.claim.text} (ours: {c.verdict.ours}{paper})")
-    return lines
+    return [*lines, f"  ({RULE})"] if rule else lines

@@ -11,6 +11,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,6 +26,10 @@ from fedbench.devices import device_name
 from fedbench.errors import FedbenchError
 from fedbench.results import ANY, FINISHED, summarize
 from fedbench.results.locks import RunClaim
+from fedbench.results.schema import rounds_table
+from fedbench.training import checkpoint as checkpoints
+from fedbench.training import signals
+from fedbench.training.checkpoint import Checkpointer, Policy, Progress
 from fedbench.training.engine import Engine
 
 FLUSH_SECONDS = 30.0  # rewrite rounds.parquet at least this often during a run
@@ -73,7 +78,6 @@ def write_rounds(run_dir: Path, rows: list[dict], run_id: str):
     """rounds.parquet in the one schema of every run (fedbench.results.schema: run_id, the
     common columns, every method's record fields, null where a row lacks a field)."""
     from fedbench.results.records import write_rounds as write
-    from fedbench.results.schema import rounds_table
 
     table = rounds_table(rows, run_id)
     write(run_dir / "rounds.parquet", table)
@@ -86,15 +90,19 @@ def train(
     overwrite: bool = False,
     on_round: Callable[[dict], None] | None = None,
     engine: Engine | None = None,
+    checkpoint: Policy | None = None,
 ) -> tuple[dict, pd.DataFrame]:
     """Run cfg, writing results/<run_id>/. Returns (run.json contents, rounds).
 
     The run is claimed first (fedbench.results.locks), so two processes never run the same config at
-    once; a claim held by a live process raises RunBusy. A run left unfinished by a killed
-    process starts again from round 0: its leftover temp files and rounds are removed first.
-    Overwriting a finished run writes the new one aside and swaps it in at the end, so a kill
-    leaves the old result as it was. Any error after the claim is recorded (status failed,
-    the error's first line) unless that would replace a finished run.
+    once; a claim held by a live process raises RunBusy. A run left unfinished (killed,
+    interrupted, failed) resumes from its checkpoint (fedbench.training.checkpoint; `checkpoint`
+    is the policy, default Policy.from_env()) when it has one, else starts again from round 0;
+    leftover temp files are removed first. Overwriting a finished run writes the new one aside
+    and swaps it in at the end, so a kill leaves the old result as it was; overwrite never
+    resumes. A signal's stop (fedbench.training.signals) is recorded as status interrupted and
+    raised again; any other error after the claim is recorded (status failed, the error's first
+    line) unless that would replace a finished run.
     """
     results = Path(results)
     run_id = identity.run_id(cfg)
@@ -113,7 +121,8 @@ def train(
             fp = eng.data.info.get("fingerprint")
             check_not_done(cfg, results, overwrite, fp, own_folders=True)
             target = run_folder(results, run_id, fp)
-            return _train_claimed(cfg, eng, meta, target, beat)
+            policy = checkpoint if checkpoint is not None else Policy.from_env()
+            return _train_claimed(cfg, eng, meta, target, beat, overwrite, policy)
         except RunExists:
             raise
         except BaseException as e:
@@ -234,21 +243,25 @@ def swap_in(new: Path, final: Path) -> None:
 
 
 def _record_failure(target: Path, meta: dict, e: BaseException) -> None:
-    """Write a failed run.json into target, unless target holds a finished run (which stands)."""
+    """Write a failed (or, for a signal's stop, interrupted) run.json into target, unless target
+    holds a finished run (which stands)."""
     if _finished_meta(target) is not None:
         return
-    meta.update(status="failed", error=_error_line(e), ended=_now())
+    meta.update(status=_stopped_status(e), error=_error_line(e), ended=_now())
     try:
         atomic_write_json(target / "run.json", meta)
     except OSError:
         pass
 
 
-def _clean_run_dir(run_dir: Path) -> None:
-    """Remove what an earlier, killed attempt left: temp files and its partial rounds."""
+def _clean_run_dir(run_dir: Path, resuming: bool) -> None:
+    """Remove what an earlier, killed attempt left: temp files, and unless the run resumes from
+    its checkpoint, its partial rounds and checkpoint."""
     for p in run_dir.glob(".*.tmp"):
         p.unlink(missing_ok=True)
-    (run_dir / "rounds.parquet").unlink(missing_ok=True)
+    if not resuming:
+        (run_dir / "rounds.parquet").unlink(missing_ok=True)
+        checkpoints.remove(run_dir)
 
 
 # ---------------------------------------------------------------- the run
@@ -282,16 +295,24 @@ def diverged(rec: dict, base: dict, w: torch.Tensor) -> bool:
 
 
 def _train_claimed(
-    cfg: RunConfig, eng: Engine, meta: dict, final: Path, on_round: Callable[[dict], None]
+    cfg: RunConfig,
+    eng: Engine,
+    meta: dict,
+    final: Path,
+    on_round: Callable[[dict], None],
+    overwrite: bool,
+    policy: Policy,
 ) -> tuple[dict, pd.DataFrame]:
     torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
     overwriting = _finished_meta(final) is not None
     meta["run_id"] = final.name  # <run_id>-d<fingerprint> for a second run on other data
     run_dir = _aside(final) if overwriting else final
     run_dir.mkdir(parents=True, exist_ok=True)
-    _clean_run_dir(run_dir)
+    progress = None if overwrite else checkpoints.resume(run_dir, cfg, eng)
+    _clean_run_dir(run_dir, resuming=progress is not None)
     try:
-        meta, df = _rounds(cfg, eng, meta, run_dir, on_round)
+        saver = Checkpointer(run_dir, policy, cfg, eng)
+        meta, df = _rounds(_Attempt(cfg, eng, meta, run_dir, on_round, saver), progress)
     except BaseException:
         if overwriting:  # the old, finished run stands
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -301,8 +322,9 @@ def _train_claimed(
     return meta, df
 
 
-def _start_records(eng: Engine, meta: dict, run_dir: Path) -> None:
-    """run.json with what the engine knows (device, data, model), and partition.parquet."""
+def _start(cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, progress: Progress | None):
+    """run.json (status running), partition.parquet and the rows so far, written before the
+    first round; the progress to go on from (round 0 evaluated, or the checkpoint's)."""
     meta.update(
         device=str(eng.device),
         device_name=device_name(eng.device),
@@ -313,6 +335,11 @@ def _start_records(eng: Engine, meta: dict, run_dir: Path) -> None:
         # runs trained as one stack (fedbench.training.stack); above 1, seconds include stack-mates'
         stack_size=getattr(getattr(eng, "stack", None), "size", 1),
     )
+    if progress is None:
+        progress = Progress(rows=[_first_row(cfg, eng)], started=meta["started"])
+        diverged(progress.rows[0], progress.base, eng.w)  # the first values, for the growth rule
+    else:
+        meta.update(started=progress.started or meta["started"], resumed=progress.resumed)
     atomic_write_json(run_dir / "run.json", meta)
     atomic_write_parquet(
         run_dir / "partition.parquet",
@@ -325,16 +352,18 @@ def _start_records(eng: Engine, meta: dict, run_dir: Path) -> None:
             }
         ),
     )
+    # readers see the run's rounds so far from its start (fedbench table summary beside it)
+    _write_rows(run_dir, progress.rows, meta["run_id"])
+    return progress
 
 
-def _rounds(
-    cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, on_round: Callable[[dict], None]
-) -> tuple[dict, pd.DataFrame]:
-    from fedbench.results.schema import rounds_table
+def _write_rows(run_dir: Path, rows: list[dict], run_id: str) -> pd.DataFrame:
+    """rounds.parquet of the rows so far in the one schema (atomic); returns the frame written."""
+    return write_rounds(run_dir, rows, run_id).to_pandas()
 
-    _start_records(eng, meta, run_dir)
-    rows: list[dict] = []
-    first = {
+
+def _first_row(cfg: RunConfig, eng: Engine) -> dict:
+    return {
         "round": 0,
         "lr": cfg.lr,
         "round_seconds": 0.0,
@@ -348,45 +377,93 @@ def _rounds(
         "dropped": [],
         **eng.eval_record(),
     }
-    rows.append(first)
-    base: dict = {}
-    diverged(first, base, eng.w)  # the first values, for the growth rule
-    cum, last_flush = 0.0, time.monotonic()
+
+
+@dataclass
+class _Attempt:
+    """One attempt at a run: what its rounds read and write."""
+
+    cfg: RunConfig
+    eng: Engine
+    meta: dict
+    run_dir: Path
+    on_round: Callable[[dict], None]
+    saver: Checkpointer
+
+
+def _rounds(at: _Attempt, progress: Progress | None) -> tuple[dict, pd.DataFrame]:
+    meta = at.meta
+    progress = _start(at.cfg, at.eng, meta, at.run_dir, progress)
+    rows = progress.rows
     try:
-        on_round(first)
-        for r in range(1, cfg.rounds + 1):
-            rec = eng.run_round(r)
-            cum += rec["round_seconds"]
-            rec["cum_seconds"] = cum
-            if r % cfg.eval_every == 0 or r == cfg.rounds:
-                rec.update(eng.eval_record())
-            rows.append(rec)
-            if r == 1:  # a field no method declares stops the run now, not at its end
-                rounds_table(rows, meta["run_id"])
-            on_round(rec)
-            if diverged(rec, base, eng.w):
-                meta["status"] = "diverged"
-                break
-            if cfg.stop_at_target and rec.get("test_acc", -1.0) >= cfg.target_acc:
-                meta["status"] = "complete"
-                meta["stopped_at_target"] = r
-                break
-            if time.monotonic() - last_flush > FLUSH_SECONDS:
-                write_rounds(run_dir, rows, meta["run_id"])
-                last_flush = time.monotonic()
-        else:
-            meta["status"] = "complete"
+        with signals.checking():
+            at.on_round(rows[-1])
+            _round_loop(at, progress)
     except BaseException as e:
-        meta["status"] = "failed"
+        meta["status"] = _stopped_status(e)
         meta["error"] = _error_line(e)
         raise
     finally:
-        df = write_rounds(run_dir, rows, meta["run_id"]).to_pandas()
+        df = _write_rows(at.run_dir, rows, meta["run_id"])
         meta["ended"] = _now()
         meta["rows"] = len(df)
-        meta["summary"] = summarize(df, cfg.target_acc)
-        atomic_write_json(run_dir / "run.json", meta)
+        meta["summary"] = summarize(df, at.cfg.target_acc)
+        if meta["status"] in FINISHED:
+            at.saver.remove()
+            meta.pop("checkpoint_round", None)
+        else:  # where the next attempt resumes (None: from round 0)
+            meta["checkpoint_round"] = _kept_round(at.saver, progress)
+        atomic_write_json(at.run_dir / "run.json", meta)
     return meta, df
+
+
+def _round_loop(at: _Attempt, progress: Progress) -> None:
+    """Rounds progress.round + 1 .. cfg.rounds; sets meta's status when the run ends on its own.
+    After each round: a checkpoint when due (or when a signal asks the run to stop, which then
+    stops it), the rounds so far at least every FLUSH_SECONDS."""
+    cfg, eng, meta, saver = at.cfg, at.eng, at.meta, at.saver
+    rows, last_flush = progress.rows, time.monotonic()
+    for r in range(progress.round + 1, cfg.rounds + 1):
+        signals.check()  # asked to stop before this round began (e.g. while loading)
+        rec = eng.run_round(r)
+        progress.cum_seconds += rec["round_seconds"]
+        rec["cum_seconds"] = progress.cum_seconds
+        if r % cfg.eval_every == 0 or r == cfg.rounds:
+            rec.update(eng.eval_record())
+        rows.append(rec)
+        if r == progress.round + 1:  # a field no method declares stops the run now, not at its end
+            rounds_table(rows, meta["run_id"])
+        at.on_round(rec)
+        if diverged(rec, progress.base, eng.w):
+            meta["status"] = "diverged"
+            return
+        if cfg.stop_at_target and rec.get("test_acc", -1.0) >= cfg.target_acc:
+            meta["status"] = "complete"
+            meta["stopped_at_target"] = r
+            return
+        stopping = signals.requested() is not None and r < cfg.rounds
+        if (stopping or (r < cfg.rounds and saver.due(r))) and saver.save(progress):
+            meta["checkpoint_round"] = r  # readers see where the run would resume
+            atomic_write_json(at.run_dir / "run.json", meta)
+            last_flush = 0.0  # the rounds on disk go with the checkpoint
+        if stopping:
+            signals.check()
+        if time.monotonic() - last_flush > FLUSH_SECONDS:
+            _write_rows(at.run_dir, rows, meta["run_id"])
+            last_flush = time.monotonic()
+    meta["status"] = "complete"
+
+
+def _kept_round(saver: Checkpointer, progress: Progress) -> int | None:
+    """The round of the checkpoint in the run folder: written now, or resumed from."""
+    if saver.saved_round is not None:
+        return saver.saved_round
+    return progress.resumed[-1] if progress.resumed else None
+
+
+def _stopped_status(e: BaseException) -> str:
+    """interrupted for a signal's stop (Ctrl-C, SIGTERM), failed for anything else."""
+    return "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
 
 
 def _error_line(e: BaseException) -> str:

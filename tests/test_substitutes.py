@@ -1,0 +1,59 @@
+"""Tables on substitute data (issue 26: N, K, xi and SFL vs PFL where CIFAR/CINIC are not here):
+the paper's datasets still reached by the same table, the substitute labelled in its file name,
+header, title and the report, and its cells at the table's protocol."""
+
+from fedbench.tables import TABLES, Selection, TableResult, cell_config, render_paper_table
+from fedbench.tables.render import substitute_line, table_file_name
+from fedbench.tables.report import _file_header
+
+
+def test_the_paper_datasets_and_the_substitute_are_one_table():
+    for name in ("devices", "sampled", "imbalance", "sfl"):
+        spec = TABLES[name]
+        assert spec.substitute("fmnist"), name
+        assert all(spec.substitute(ds) is None for ds in spec.datasets if ds != "fmnist"), name
+        assert {"cifar10"} <= set(spec.datasets) and "fmnist" in spec.datasets
+
+
+def test_a_substitute_is_labelled_in_file_name_header_and_title():
+    for name in ("devices", "sfl"):
+        sub = TableResult(TABLES[name], Selection(dataset="fmnist"), "minmax", [])
+        own = TableResult(TABLES[name], Selection(dataset="cifar10"), "minmax", [])
+        assert table_file_name(sub) == f"{name}_fmnist_substitute"
+        assert table_file_name(own) == f"{name}_cifar10"
+        line = substitute_line(sub)
+        assert line.startswith("substitute: fmnist, not the paper's data: ")
+        assert substitute_line(own) is None
+        text = render_paper_table(sub, "md", ["made by: x", line])
+        assert "(SUBSTITUTE: fmnist, not the paper's data)" in text.splitlines()[2]
+        assert _file_header(text.splitlines())["substitute"] == line.removeprefix("substitute: ")
+
+
+def test_the_substitutes_keep_their_tables_protocol():
+    # FedLGA Figs. 8-10 on FMNIST: the MLP at Table VI's setting, the paper's grids
+    for name, field, grid in (
+        ("devices", "num_clients", (30, 50, 100)),
+        ("sampled", "clients_per_round", (5, 10, 25)),
+        ("imbalance", "xi", (1.0, 2.0, 3.0)),
+    ):
+        cells = [c for c in TABLES[name].cells("fmnist") if c.kind == "runs"]
+        cfgs = [cell_config(c, 0) for c in cells]
+        assert {getattr(cfg, field) for cfg in cfgs} == set(grid)
+        assert {(cfg.model, cfg.hidden, cfg.rounds, cfg.local_epochs) for cfg in cfgs} == {
+            ("mlp", 400, 200, 5)
+        }
+        assert {cfg.tau_max for cfg in cfgs} == {4} and {cfg.rho for cfg in cfgs} == {0.5}
+    imb = [cell_config(c, 0) for c in TABLES["imbalance"].cells("fmnist") if c.kind == "runs"]
+    assert {(cfg.partition, cfg.classes_per_client) for cfg in imb} == {("imbalance", 3)}
+    # SFL vs PFL on FMNIST: its C, local-step grid, lrs and 10 clients a round, a CNN, 100 rounds
+    cells = [c for c in TABLES["sfl"].cells("fmnist") if c.kind == "runs"]
+    cfgs = [(c, cell_config(c, 1234)) for c in cells]
+    assert len(cells) == 12 and {cfg.model for _, cfg in cfgs} == {"cnn"}
+    assert {cfg.local_steps for _, cfg in cfgs} == {5, 20, 50}
+    assert {cfg.classes_per_client for _, cfg in cfgs} == {1, 2}
+    assert {(cfg.partition, cfg.clients_per_round, cfg.rounds) for _, cfg in cfgs} == {
+        ("exdir", 10, 100)
+    }
+    lrs = {(cfg.method, cfg.classes_per_client, cfg.local_steps): cfg.lr for _, cfg in cfgs}
+    assert lrs[("pfl", 1, 50)] == 0.1 and lrs[("sfl", 1, 5)] == 0.03
+    assert lrs[("sfl", 1, 50)] == 0.003 and lrs[("sfl", 2, 20)] == 0.01  # CIFAR-10 VGG-9's

@@ -1,0 +1,183 @@
+"""A sweep checks what it needs before planning (issue 24): every dataset once (here, or
+downloaded once), with one line naming the folders searched, the layout and how to get it;
+and its plan says which preset a bare --dataset picked and what the runs will cost."""
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fedbench.cli import cli
+from fedbench.data.registry import DATASETS
+from fedbench.errors import FedbenchError
+from fedbench.sweep import estimate
+
+CIFAR100_LINE = ["sweep", "--methods", "fedavg,fedprox,fedlga", "--dataset", "cifar100"]
+
+
+@pytest.fixture
+def no_cifar(tmp_path, monkeypatch):
+    """A machine without CIFAR-100: cwd, cache and FEDBENCH_DATA all empty folders."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("FEDBENCH_DATA", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    return tmp_path
+
+
+def invoke(args, cwd: Path):
+    before = sorted(cwd.rglob("*"))
+    r = CliRunner().invoke(cli, [str(a) for a in args], obj={})
+    return r, before, sorted(cwd.rglob("*"))
+
+
+def test_the_cifar100_line_exits_2_before_writing_anything(no_cifar, monkeypatch):
+    monkeypatch.setenv("FEDBENCH_NO_DOWNLOAD", "1")
+    results = no_cifar / "results"
+    for dry in ([], ["--dry-run"]):
+        r, before, after = invoke([*CIFAR100_LINE, *dry, "--results", results], no_cifar)
+        assert r.exit_code == 2, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        line = lines[0]
+        assert line.startswith("Error: cifar100 not found (looked in ")
+        assert str(no_cifar / "data" / "cifar-100-python") in line  # the folders searched
+        assert "expected cifar-100-python/{train,test}" in line  # the layout
+        assert "fedbench data get cifar100" in line and "--data-dir" in line  # how to get it
+        assert "FEDBENCH_MIRROR" in line and "downloads are off (FEDBENCH_NO_DOWNLOAD)" in line
+        assert after == before and not results.exists()
+        assert r.stdout == ""
+
+
+def test_a_sweep_downloads_a_missing_dataset_once(no_cifar, monkeypatch):
+    """Three runs of one dataset: one download attempt (it fails here), then exit 2 naming it;
+    today: three attempts and three failed run folders."""
+    monkeypatch.delenv("FEDBENCH_NO_DOWNLOAD", raising=False)
+    calls = []
+
+    def offline(name, *a, **k):
+        calls.append(name)
+        raise FedbenchError(f"cannot download {name}: URL (Name or service not known); check it")
+
+    monkeypatch.setattr("fedbench.data.download.fetch", offline)
+    results = no_cifar / "results"
+    r, before, after = invoke([*CIFAR100_LINE, "--results", results], no_cifar)
+    assert r.exit_code == 2, r.output
+    assert calls == ["cifar100"]
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: cifar100 not found (looked in ")
+    assert last.endswith(
+        "[downloading it failed: cannot download cifar100: URL (Name or service not known)]"
+    )
+    assert not results.exists()
+    # a dry run downloads nothing: it says the sweep will, and lists the plan
+    r, _, _ = invoke([*CIFAR100_LINE, "--dry-run", "--results", results], no_cifar)
+    assert r.exit_code == 0 and calls == ["cifar100"], r.output
+    assert "cifar100 not found (looked in " in r.stderr and "the sweep downloads it" in r.stderr
+    assert "3 to run" in r.stdout and not results.exists()
+
+
+def test_a_downloaded_dataset_is_then_used(no_cifar, monkeypatch):
+    """The download (faked: it writes the folder) happens before planning, once."""
+    monkeypatch.delenv("FEDBENCH_NO_DOWNLOAD", raising=False)
+    calls = []
+
+    def fake_fetch(name, *a, **k):
+        calls.append(name)
+        d = no_cifar / "cache" / "fedbench" / "cifar-100-python"
+        d.mkdir(parents=True)
+        for f in ("train", "test"):
+            (d / f).write_bytes(b"")
+        return d, True
+
+    monkeypatch.setattr("fedbench.data.download.fetch", fake_fetch)
+    r, _, _ = invoke([*CIFAR100_LINE, "--dry-run", "--results", no_cifar / "r"], no_cifar)
+    assert r.exit_code == 0 and calls == [], r.output  # a dry run never downloads
+    from fedbench.resources import missing_data
+    from fedbench.sweep import grid_configs
+
+    configs = grid_configs(methods=["fedavg", "fedprox"], dataset="cifar100")
+    assert missing_data(configs, download=True) == ([], [])
+    assert calls == ["cifar100"]
+    assert missing_data(configs, download=True) == ([], [])  # found now: no second download
+    assert calls == ["cifar100"]
+
+
+def test_every_dataset_with_files_can_be_looked_for():
+    """Each registered dataset either is generated (no files) or says where it looked."""
+    generated = {"synthetic", "quadratic"}
+    for name, spec in DATASETS.items():
+        assert (spec.locate is None) == (name in generated), name
+        assert spec.shape is not None or name == "quadratic", name
+
+
+def test_leaf_data_is_not_downloadable_and_says_how_to_build_it(no_cifar):
+    r, _, _ = invoke(
+        ["sweep", "--dataset", "femnist", "--dry-run", "--results", no_cifar / "r"], no_cifar
+    )
+    assert r.exit_code == 2
+    line = r.stderr.strip()
+    assert "femnist not found (looked in " in line and "femnist/train/*.json" in line
+    assert "fedbench data get femnist" in line and line.endswith("[not downloadable]")
+
+
+# ---------------------------------------------------------------- the plan's header
+
+
+def test_the_plan_names_the_preset_a_bare_dataset_picks(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDBENCH_DATA", "/nonexistent")
+    r = CliRunner().invoke(
+        cli,
+        ["sweep", "--dataset", "synthetic", "--dry-run", "--results", str(tmp_path / "r")],
+        obj={},
+    )
+    assert r.exit_code == 0, r.output
+    assert "preset: default (what --dataset synthetic starts from; --preset names another)" in (
+        r.stdout
+    )
+    assert "compute: 1 runs, 50 rounds: 1 runs x 50 rounds of logreg (D 610) on synthetic" in (
+        r.stdout
+    )
+    assert "expected time: unknown (no finished run of these settings on cpu (" in r.stdout
+
+
+def _finished_run(results: Path, cfg, seconds: float, device: str, stack: int = 1) -> None:
+    from fedbench.testing import write_fake_run
+
+    meta_path = write_fake_run(results, cfg, device_name=device) / "run.json"
+    meta = json.loads(meta_path.read_text())
+    start = datetime(2026, 1, 1)
+    end = start + timedelta(seconds=seconds)
+    meta.update(started=start.isoformat(), ended=end.isoformat(), stack_size=stack)
+    meta_path.write_text(json.dumps(meta))
+
+
+def test_the_expected_time_comes_from_finished_runs_on_this_cpu(tmp_path):
+    from fedbench.assembly import build_config
+
+    here = estimate.this_device(build_config("default"))
+    res = tmp_path / "r"
+    runs = [build_config("default", None, {"seed": s}) for s in range(6)]
+    # 50 rounds: 10 s and 30 s wall -> 0.2 and 0.6 s a round; median 0.4
+    _finished_run(res, runs[0], 10, here.replace(")", ", 1 threads)"))
+    _finished_run(res, runs[1], 30, here.replace(")", ", 4 threads)"))
+    _finished_run(res, runs[2], 999, "cpu (Other CPU, x86_64, AVX2, 1 threads)")  # not here
+    _finished_run(res, runs[3], 60, here.replace(")", ", 1 threads)"), stack=6)  # 0.2 s a round
+    todo = runs[4:] + [build_config("default", None, {"seed": 9, "method": "fedprox"})]
+    line = estimate.time_line(todo, res, jobs=1)
+    median = sorted([0.2, 0.6, 0.2])[1]
+    assert line.startswith(f"expected time: {2 * 50 * median:.0f} s for 2 of 3 runs on {here}")
+    assert "rates of 3 finished runs of the same settings" in line
+    assert line.endswith("1 runs have no measured rate here yet")
+    assert estimate.time_line(todo, res, jobs=2).startswith(
+        f"expected time: {50 * median:.0f} s for 2 of 3 runs"
+    )
+
+
+def test_device_labels_drop_only_the_thread_count():
+    assert estimate.device_label("cpu (AMD EPYC, x86_64, AVX512, 4 threads)") == (
+        "cpu (AMD EPYC, x86_64, AVX512)"
+    )
+    assert estimate.device_label("NVIDIA H100 80GB HBM3") == "NVIDIA H100 80GB HBM3"
