@@ -46,6 +46,7 @@ class FullDisk:
 @pytest.fixture
 def full_disk(monkeypatch, tmp_path):
     """make(after): the disk under tmp_path/r fills after `after` new files."""
+    monkeypatch.chdir(tmp_path)  # table files a command writes go there, not into the repo
     monkeypatch.setattr(runner, "FLUSH_SECONDS", 0.0)  # rounds written every round
     monkeypatch.setenv("FEDBENCH_CHECKPOINT_ROUNDS", "1")
 
