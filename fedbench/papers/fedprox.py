@@ -34,32 +34,15 @@ STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
 
 # ---- FedProx (MLSys 2020) §5, App. C.2, spec §3: K=10, B=10, E=20, no lr decay, best mu per
 # dataset, 50% stragglers (Fig. 1 also runs 0% and 90%: --set s=0 / s=0.9); FedAvg drops them
+_STRAGGLERS = dict(hetero="stragglers", stragglers=0.5, straggler_policy="drop-fedavg")
 register_preset(
     "fedprox-synthetic",
     "FedProx (MLSys 2020) §5.1-5.2, Fig. 1, App. C: Synthetic(1,1), 50% stragglers, E=20",
     # the default run is this setting without stragglers, over 50 rounds
-    dict(
-        PRESETS["default"][1],
-        rounds=200,
-        hetero="stragglers",
-        stragglers=0.5,
-        straggler_policy="drop-fedavg",
-    ),
+    dict(PRESETS["default"][1], rounds=200, **_STRAGGLERS),
 )
-
-_FEDPROX = dict(
-    clients_per_round=10,
-    local_epochs=20,
-    batch_size=10,
-    hetero="stragglers",
-    stragglers=0.5,
-    straggler_policy="drop-fedavg",
-    method="fedprox",
-    partition="natural",
-    eval_train=True,
-)
-_SYN = dict(_FEDPROX, dataset="synthetic", model="logreg", init="zeros", num_clients=30, lr=0.01)
-_SYN.update(rounds=200, method_params={"mu": 1.0})
+# FedProx itself at mu = 1 on each Synthetic(alpha, beta) of Fig. 1
+_SYN = dict(PRESETS["fedprox-synthetic"][1], method="fedprox", method_params={"mu": 1.0})
 for _name, (_a, _b, _iid) in {
     "iid": (0.0, 0.0, True),
     "0-0": (0.0, 0.0, False),
@@ -73,36 +56,36 @@ for _name, (_a, _b, _iid) in {
         "E=20, B=10, lr 0.01, 200 rounds, mu=1, 50% stragglers",
         dict(_SYN, syn_alpha=_a, syn_beta=_b, syn_iid=_iid),
     )
+# the real data sets (Table 1): the protocol the synthetic runs share (the default's), each
+# with its own model, N, lr, rounds and mu
+_FEDPROX = dict(
+    _STRAGGLERS,
+    partition="natural",
+    clients_per_round=10,
+    local_epochs=20,
+    batch_size=10,
+    eval_train=True,
+    method="fedprox",
+)
+_LOGREG = dict(_FEDPROX, model="logreg", init="zeros", method_params={"mu": 1.0})
 register_preset(
     "fedprox-mnist",
     "FedProx (MLSys 2020) §5, Table 1, App. C, spec §3.4: MNIST over 1000 devices (2 digits, "
     "power-law sizes, 70k standardized, 90/10), logreg, lr 0.03, 100 rounds, mu=1",
     dict(
-        _FEDPROX,
+        _LOGREG,
         dataset="fedprox-mnist",
         classes_per_client=2,
-        model="logreg",
-        init="zeros",
         num_clients=1000,
         lr=0.03,
         rounds=100,
-        method_params={"mu": 1.0},
     ),
 )
 register_preset(
     "fedprox-femnist",
     "FedProx (MLSys 2020) §5, Table 1, App. C: FEMNIST (LEAF, 200 devices), logreg, "
     "lr 0.003, 200 rounds, mu=1",
-    dict(
-        _FEDPROX,
-        dataset="femnist",
-        model="logreg",
-        init="zeros",
-        num_clients=200,
-        lr=0.003,
-        rounds=200,
-        method_params={"mu": 1.0},
-    ),
+    dict(_LOGREG, dataset="femnist", num_clients=200, lr=0.003, rounds=200),
 )
 register_preset(
     "fedprox-shakespeare",
