@@ -113,6 +113,11 @@ def tiny_data(sizes=(7, 12, 5, 9), dim=6, classes=3, seed=0, dtype=None):
     return FederatedData(x, y, x[:10], y[:10], idx, classes, {"description": "tiny"})
 
 
+# tiny_config's runs with partial work: FedLGA's heterogeneity, 70% of the sampled devices slow,
+# each running E - tau_i + 1 of the E = 3 epochs, tau_i ~ U{1, 2}
+PARTIAL_WORK = {"hetero": "fedlga", "rho": 0.7, "tau_max": 2}
+
+
 def tiny_config(**kw) -> RunConfig:
     """A 4-device, 3-per-round MLP run of 2 rounds in float64 on the CPU (tiny_data's size)."""
     base = dict(
@@ -168,6 +173,7 @@ def registries_restored():
 
 
 __all__ = [
+    "PARTIAL_WORK",
     "curve_until",
     "fake_rounds",
     "registries_restored",

@@ -14,7 +14,7 @@ from fedbench.assembly import build_config  # noqa: E402
 from fedbench.cli import cli  # noqa: E402
 from fedbench.config import RunConfig  # noqa: E402
 from fedbench.data import FederatedData  # noqa: E402
-from fedbench.testing import tiny_config, tiny_data  # noqa: E402, F401 -- the tests' helpers
+from fedbench.testing import PARTIAL_WORK, tiny_config, tiny_data  # noqa: E402, F401 -- helpers
 
 FMNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import tiny_config
-from test_datasets import _leaf_file, _tweet, cifar10_dir  # noqa: F401 (fixture)
+from test_datasets import _leaf_file, _tweet, cifar10_dir, on_cifar10  # noqa: F401 (fixture)
 from torch import nn
 
 from fedbench.assembly import validate_config
@@ -254,13 +254,7 @@ def test_fedprox_adaptive_evaluates_new_model_with_new_buffers():
 def test_cifar_pipeline_resnet20_equals_loop(cifar10_dir):  # noqa: F811 (fixture)
     """uint8 CIFAR through the input pipeline (normalize, resize) into ResNet-20."""
     cfg = resnet_config(
-        dataset="cifar10",
-        partition="iid",
-        resize=8,
-        batch_size=10,
-        local_epochs=1,
-        dtype="float64",
-        data_dir=str(cifar10_dir),
+        **on_cifar10(cifar10_dir), resize=8, batch_size=10, local_epochs=1, dtype="float64"
     )
     eng = Engine(validate_config(cfg))
     assert eng.data.train_x.dtype == torch.uint8 and eng.model.image_shape == (3, 8, 8)

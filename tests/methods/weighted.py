@@ -15,6 +15,15 @@ def quad_engine(method, params=None, coeffs=COEFFS, counts=COUNTS, **kw):
     return conftest.quad_engine(method, params, coeffs=coeffs, counts=counts, **kw)
 
 
+def assert_fedavg_rounds(method, params, rounds=3):
+    """The method at these parameters trains FedAvg's global models, round after round."""
+    a, b = quad_engine("fedavg"), quad_engine(method, params)
+    for r in range(1, rounds + 1):
+        a.run_round(r)
+        b.run_round(r)
+        assert abs(float(a.w) - float(b.w)) < 1e-12, f"round {r}"
+
+
 def local_run(w0, a, b, steps, lr, direction=lambda g, w: g, rho=0.0, wd=0.0):
     """Local SGD from w0 on a w^2 + b w: d = direction(g, w) with g = 2 a w + b + wd w,
     heavy-ball buf = rho buf + d, w -= lr buf."""
