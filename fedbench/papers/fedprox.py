@@ -67,53 +67,38 @@ _FEDPROX = dict(
     eval_train=True,
     method="fedprox",
 )
-_LOGREG = dict(_FEDPROX, model="logreg", init="zeros", method_params={"mu": 1.0})
+
+
+def _table1(dataset: str, model: str, devices: int, lr: float, rounds: int, mu: float, **more):
+    """A Table 1 setting: FedProx's protocol on `dataset` with its model, number of devices,
+    learning rate, rounds and mu (App. C), and any other fields it sets."""
+    values = dict(model=model, num_clients=devices, lr=lr, rounds=rounds, method_params={"mu": mu})
+    return dict(_FEDPROX, dataset=dataset, **values, **more)
+
+
 register_preset(
     "fedprox-mnist",
     "FedProx (MLSys 2020) §5, Table 1, App. C, spec §3.4: MNIST over 1000 devices (2 digits, "
     "power-law sizes, 70k standardized, 90/10), logreg, lr 0.03, 100 rounds, mu=1",
-    dict(
-        _LOGREG,
-        dataset="fedprox-mnist",
-        classes_per_client=2,
-        num_clients=1000,
-        lr=0.03,
-        rounds=100,
-    ),
+    _table1("fedprox-mnist", "logreg", 1000, 0.03, 100, 1.0, init="zeros", classes_per_client=2),
 )
 register_preset(
     "fedprox-femnist",
     "FedProx (MLSys 2020) §5, Table 1, App. C: FEMNIST (LEAF, 200 devices), logreg, "
     "lr 0.003, 200 rounds, mu=1",
-    dict(_LOGREG, dataset="femnist", num_clients=200, lr=0.003, rounds=200),
+    _table1("femnist", "logreg", 200, 0.003, 200, 1.0, init="zeros"),
 )
 register_preset(
     "fedprox-shakespeare",
     "FedProx (MLSys 2020) §5, Table 1, App. C: Shakespeare (LEAF, 143 devices), 2-layer "
     "char LSTM, lr 0.8, 40 rounds, mu=0.001",
-    dict(
-        _FEDPROX,
-        dataset="shakespeare",
-        model="charlstm",
-        num_clients=143,
-        lr=0.8,
-        rounds=40,
-        method_params={"mu": 0.001},
-    ),
+    _table1("shakespeare", "charlstm", 143, 0.8, 40, 0.001),
 )
 register_preset(
     "fedprox-sent140",
     "FedProx (MLSys 2020) §5, Table 1, App. C: Sent140 (LEAF, 772 devices), 2-layer LSTM "
     "(GloVe 300-d if glove= is given), lr 0.3, 800 rounds, mu=0.01",
-    dict(
-        _FEDPROX,
-        dataset="sent140",
-        model="sentlstm",
-        num_clients=772,
-        lr=0.3,
-        rounds=800,
-        method_params={"mu": 0.01},
-    ),
+    _table1("sent140", "sentlstm", 772, 0.3, 800, 0.01),
 )
 
 
@@ -220,27 +205,14 @@ DISSIMILARITY_CLAIMS = (
     claims=DISSIMILARITY_CLAIMS,
 )
 def _dissimilarity(ds: str) -> list[Cell]:
-    out = []
-    for label, mu in (("FedAvg (FedProx mu=0)", 0.0), ("FedProx mu=1", 1.0)):
-        for col, metric in (
-            ("final train loss", "final_train_loss"),
-            ("mean dissimilarity", "mean_dissimilarity"),
-        ):
-            out.append(
-                runs(
-                    ds,
-                    label,
-                    col,
-                    metric,
-                    f"fedprox-{ds}",
-                    None,
-                    method="fedprox",
-                    mu=mu,
-                    hetero="none",
-                    **DISSIMILARITY_OVERRIDES,
-                )
-            )
-    return out
+    cols = (("final train loss", "final_train_loss"), ("mean dissimilarity", "mean_dissimilarity"))
+    rows = (("FedAvg (FedProx mu=0)", 0.0), ("FedProx mu=1", 1.0))
+    without_stragglers = {"hetero": "none", **DISSIMILARITY_OVERRIDES}
+    return [
+        runs(ds, label, col, metric, f"fedprox-{ds}", method="fedprox", mu=mu, **without_stragglers)
+        for label, mu in rows
+        for col, metric in cols
+    ]
 
 
 def _adaptive_row(ds: str) -> str:

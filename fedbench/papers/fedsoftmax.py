@@ -162,23 +162,11 @@ TEMPERATURE_CLAIMS = (
 def _temperature(ds: str) -> list[Cell]:
     rows = [("FedAvg", {"method": "fedavg"}, None)]
     rows += [(f"FedSoftMax T={t}", {"method": "fedsoftmax", SOFTMAX_T: t}, t) for t in T_GRID]
-    out = []
-    for label, over, t in rows:
-        for col, metric in (("R90", "r90"), ("best acc %", "best_acc")):
-            out.append(
-                runs(
-                    ds,
-                    label,
-                    col,
-                    metric,
-                    f"fedsoftmax-{ds}",
-                    None,
-                    x=t,
-                    **over,
-                    **FRAMEWORKS["NIID"],
-                )
-            )
-    return out
+    return [
+        runs(ds, label, col, metric, f"fedsoftmax-{ds}", x=t, **over, **FRAMEWORKS["NIID"])
+        for label, over, t in rows
+        for col, metric in (("R90", "r90"), ("best acc %", "best_acc"))
+    ]
 
 
 @table(

@@ -1,6 +1,15 @@
 """FedCM against rounds computed by hand in plain floats (weighted quadratic)."""
 
-from methods.weighted import COEFFS, TOL, P, assert_fedavg_rounds, local_run, quad_engine, work
+from methods.weighted import (
+    ALL_SLOW,
+    COEFFS,
+    TOL,
+    P,
+    assert_fedavg_rounds,
+    local_run,
+    quad_engine,
+    work,
+)
 
 
 def test_fedcm_two_rounds_by_hand():
@@ -10,9 +19,7 @@ def test_fedcm_two_rounds_by_hand():
         {"alpha": alpha, "eta_g": eta},
         steps=4,
         lr=lr,
-        hetero="fedlga",
-        rho=1.0,
-        tau_max=3,
+        **ALL_SLOW,
     )
     w, delta = 10.0, 0.0
     partial = False

@@ -9,6 +9,8 @@ TOL = 1e-10
 COEFFS = [(1.0, -2.0), (0.5, 1.0), (0.25, 0.5)]
 COUNTS = [1, 2, 3]
 P = [n / sum(COUNTS) for n in COUNTS]  # aggregation weights n_i / sum n
+# every device slow, with steps=4: tau_i ~ U{1..3}, so each runs 4 - tau_i + 1 of the 4 steps
+ALL_SLOW = {"hetero": "fedlga", "rho": 1.0, "tau_max": 3}
 
 
 def quad_engine(method, params=None, coeffs=COEFFS, counts=COUNTS, **kw):
