@@ -186,3 +186,23 @@ def test_load_frames_reads_local_and_shipped(published, tmp_path):
     assert set(rounds["run_id"]) == set(runs["run_id"]) and len(rounds) == 6 * len(runs)
     runs, _ = load_frames(extra, shipped=False)
     assert set(runs["source"]) == {"local"} and len(runs) == n // 2
+
+
+def test_a_run_from_a_build_without_some_config_fields_keeps_its_identity(tmp_path):
+    """A run.json written before a config field existed (here server_opt and slow_work, whose
+    defaults are the old behaviour) is shipped beside runs that have them: the runs table's
+    column is null for it, and read back the field takes its default, so the shipped run
+    matches its config as its own folder does."""
+    res, store = tmp_path / "R", tmp_path / "S"
+    fake_stragglers(res, seeds=(0,))
+    old = sorted(res.glob("*/run.json"))[0]
+    meta = json.loads(old.read_text())
+    for field in ("server_opt", "slow_work"):
+        meta["config"].pop(field)
+    old.write_text(json.dumps(meta))
+    local = {r.run_id: r.key for r in RunIndex(res).records()}
+    r = invoke("publish", "--table", "stragglers", *SEL, "--seeds", "0", "--results", res,
+               "--store", store)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    shipped = RunIndex(tmp_path / "none", must_exist=False, shipped=Store(store))
+    assert {r.run_id: r.key for r in shipped.records()} == local

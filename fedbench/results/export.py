@@ -6,6 +6,7 @@ fedbench.results.schema). `fedbench export` writes them as Parquet; the shipped 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -109,10 +110,21 @@ def meta_from_row(row: dict) -> dict:
     for c in _config_columns():
         key = "device" if c.name == CONFIG_DEVICE else c.name
         config[key] = json.loads(row[c.name]) if c.name == "method_params" else row.get(c.name)
-    meta["config"] = config
+    meta["config"] = _without_absent(config)
     meta["summary"] = {c.name: row.get(c.name) for c in _SUMMARY}
     meta["summary"]["target_acc"] = config.get("target_acc")
     return normalise_meta(meta)
+
+
+def _without_absent(config: dict) -> dict:
+    """A flattened config's nulls where the field's default is not null are fields the run's
+    build did not have (the column is the union over runs): left out, so that the field takes
+    its default, as when the run's own run.json is read (config_from_dict), and the run keeps
+    its identity."""
+    from fedbench.config import RunConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    return {k: v for k, v in config.items() if v is not None or defaults.get(k, None) is None}
 
 
 def table_of(rows: list[dict], columns: list[Column]) -> pa.Table:
