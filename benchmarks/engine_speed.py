@@ -11,9 +11,10 @@ round is timed the same way against FedAvg's.
     python benchmarks/engine_speed.py --threads-compare --no-loop   # 1 vs 2 threads, engine
     python benchmarks/engine_speed.py --rounds 8 --methods fedlga,scaffold,fedsam
     python benchmarks/engine_speed.py --device cuda --threads 0
-    python benchmarks/engine_speed.py --model resnet20 --rounds 5
-    python benchmarks/engine_speed.py --model vgg9 --rounds 5
-    python benchmarks/engine_speed.py --layout        # grouped conv vs vmap, K=10, B=10/20
+    python benchmarks/engine_speed.py --model cnn --set batch_size=64 --threads 1 --rounds 10
+    python benchmarks/engine_speed.py --model resnet20 --threads 1 --rounds 8
+    python benchmarks/engine_speed.py --model vgg9 --threads 1 --rounds 8
+    python benchmarks/engine_speed.py --layouts --model cnn --threads 1   # one step per layout
 
 --model (cnn, resnet20, vgg9, resnet18, charlstm, sentlstm) replaces the preset's data with random
 but fixed tensors of the model's input shape (CIFAR 3x32x32, MNIST 1x28x28, 80 or 25 token ids),
@@ -31,7 +32,9 @@ For an MLP (the FedLGA-FMNIST model) the comparison ends with its FLOP bound: th
 work (forward, weight gradients, hidden-layer input gradients of every sample it trains) run as
 plain large sgemm products at the same thread count, alternated with the engine and the loop like
 the rounds; its ratio to the loop is the most any implementation of the same arithmetic could
-print here (--no-bound to skip).
+print here (--no-bound to skip). A conv net or LSTM (--model) ends the same way with its round's
+convolutions and matrix products at their real shapes (benchmarks/flop_bound.py): the engine, the
+loop and the bound alternate, and engine/bound and loop/bound are printed.
 """
 
 from __future__ import annotations
@@ -41,12 +44,16 @@ import os
 import statistics
 import time
 
+import flop_bound  # benchmarks/flop_bound.py (this script's folder is on sys.path)
 import torch
 
 from fedbench.assembly import build_config
 from fedbench.data import FederatedData
 from fedbench.devices import generator, synchronize
 from fedbench.methods import METHODS
+from fedbench.models import build_model
+from fedbench.models.layouts import LAYOUTS, choose_layout
+from fedbench.models.net import NetModel
 from fedbench.training.engine import Engine
 from fedbench.training.reference import client_batches, reference_local
 from fedbench.training.threads import configure as configure_threads
@@ -155,6 +162,66 @@ def compare(label: str, fa, fb, rounds: int) -> None:
     )
 
 
+def alternate(fns: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each fn(r) for r in range(rounds); the order rotates round by round, so the
+    machine's drift hits all alike."""
+    names = list(fns)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        shift = r % len(names)
+        for n in names[shift:] + names[:shift]:
+            times[n].append(fns[n](r))
+    return times
+
+
+def _ratio_line(label: str, num: list[float], den: list[float]) -> None:
+    ratios = [a / b for a, b in zip(num, den)]
+    print(
+        f"{label:<44} {statistics.median(ratios):6.2f}x  (per-round "
+        f"{min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} rounds)"
+    )
+
+
+def report_bound(t: dict[str, list[float]]) -> None:
+    """The engine, the loop and the FLOP bound, alternated: medians and per-round ratios."""
+    med = {n: statistics.median(ts) for n, ts in t.items()}
+    print(
+        f"{'s/round (medians): engine, loop, FLOP bound':<44} {med['engine']:8.3f} s  "
+        f"{med['loop']:8.3f} s  {med['bound']:8.3f} s"
+    )
+    _ratio_line("speed, engine vs loop (loop s / engine s)", t["loop"], t["engine"])
+    _ratio_line("engine / FLOP bound (s / s)", t["engine"], t["bound"])
+    _ratio_line("loop / FLOP bound (s / s)", t["loop"], t["bound"])
+
+
+def round_bound(eng: Engine, rounds: int):
+    """run(r) -> seconds of the round's FLOP bound (an MLP's sgemm products, a conv net's or
+    LSTM's layer calls: flop_bound.py), or None for models without one."""
+    if eng.cfg.model == "mlp":  # "mlp" always has a hidden layer
+        flops = statistics.median(mlp_round_flops(eng, 100 + r) for r in range(rounds))
+        print(f"# FLOP bound: the round's {flops / 1e9:.1f} GFLOP as [1600, d0] x [d0, d1]")
+        return bound_round(flops, *eng.model.sizes[:2])
+    if not isinstance(eng.model, NetModel):
+        return None
+    plan = eng.plan_round(100)
+    samples = statistics.median(real_samples(eng, 100 + r) for r in range(rounds))
+    b = eng.cfg.batch_size
+    x = eng.data.train_transform(eng.data.train_x[:b].unsqueeze(0))[0]
+    module = eng.model.to_module(eng.w)
+    run, steps, flops = flop_bound.bound_round(module, x, plan.k, samples)
+    seconds = min(run(0) for _ in range(2))
+    print(
+        f"# FLOP bound: the round's {flops / 1e9:.1f} GFLOP of convolutions and matrix products, "
+        f"{steps} steps of K={plan.k} x B={b}, each layer one call at its real shape "
+        f"(benchmarks/flop_bound.py); {flops / seconds / 1e9:.0f} GFLOP/s here"
+    )
+    return run
+
+
+def real_samples(eng: Engine, r: int) -> float:
+    return float((eng.plan_round(r).batch_weight > 0).sum())
+
+
 # input shape, classes, integer vocabulary (None: float images) of --model's random data
 RANDOM_DATA = {
     "cnn": ((1, 28, 28), 10, None),
@@ -181,56 +248,96 @@ def random_data(model: str, num_clients: int, per_client: int = 500) -> Federate
     return FederatedData(x, y, x[:1000], y[:1000], idx, classes, info)
 
 
-def layout_speed(reps: int) -> None:
-    """One loss_and_grad (forward + backward) of K=10 conv nets: grouped convolutions vs
-    vmap(functional_call), and K separate nn.Modules for scale; the three alternate rep by rep
-    (--rounds reps; this machine is shared) and we print the medians."""
-    from fedbench.models import BatchedResNet20, BatchedVGG9
-
-    print(f"{'model':<16} {'B':>3} {'grouped':>9} {'vmap':>9} {'K modules':>10}  vmap/grouped")
-    for model in (BatchedResNet20(), BatchedVGG9()):
-        for bsz in (10, 20):
-            med = _layout_times(model, 10, bsz, reps)
+def layout_speed(models: list[str], k: int, bsz: int | None, reps: int) -> None:
+    """One SGD step (sgd_step: forward, backward, update) of k devices in every layout of
+    fedbench/models/layouts.py, by vmap(functional_call), and by k separate nn.Modules (the
+    per-client loop's arithmetic); all alternate rep by rep (this machine is shared) and we print
+    the medians of wall and CPU seconds (CPU seconds follow the work, not the load, at 1 thread),
+    each over the modules' and the layout the rule picks at this thread count."""
+    threads = torch.get_num_threads()
+    print(f"# one step of k={k} devices, threads={threads}, {reps} reps, {load()}")
+    head = f"{'model':<10} {'B':>3} {'how':<14} {'wall ms':>9} {'cpu ms':>9}"
+    print(f"{head}  modules/this (wall, cpu)")
+    for name in models:
+        b = bsz or (64 if name == "cnn" else 10)
+        med, family = _layout_times(name, k, b, reps)
+        chosen = choose_layout(family, "cpu", threads).name
+        ref = med["modules"]
+        for how, (wall, cpu) in sorted(med.items(), key=lambda kv: kv[1][1]):
+            mark = "  <- rule" if how == chosen else ""
             print(
-                f"{type(model).__name__:<16} {bsz:>3} {med['grouped']:8.3f}s {med['vmap']:8.3f}s "
-                f"{med['modules']:9.3f}s  {med['vmap'] / med['grouped']:.2f}x"
+                f"{name:<10} {b:>3} {how:<14} {wall * 1e3:9.1f} {cpu * 1e3:9.1f}  "
+                f"{ref[0] / wall:5.2f}x {ref[1] / cpu:5.2f}x{mark}"
             )
 
 
-def _layout_times(model, k: int, bsz: int, reps: int) -> dict[str, float]:
-    """Median seconds of one forward + backward of k models on batches of bsz, three ways."""
+LAYOUT_MODELS = ("charlstm", "cnn", "resnet18", "resnet20", "vgg9", "sentlstm")
+
+
+def _step_inputs(name: str, k: int, bsz: int):
+    """A model of --model's kind and k devices' (w, x, y, weight) of one random step."""
+    data = random_data(name, k, per_client=bsz)
+    cfg = build_config(None, None, dict(model=name), validate=False)
+    model = build_model(cfg, data.input_shape, data.num_classes, data.info)
     w = torch.stack([model.init(generator(0, "init", i)) for i in range(k)])
+    x = data.train_x.view(k, bsz, *data.train_x.shape[1:])
+    y = data.train_y.view(k, bsz)
+    return model, w, x, y, torch.full((k, bsz), 1.0 / bsz)
+
+
+def _layout_times(name: str, k: int, bsz: int, reps: int):
+    """Median (wall, CPU) seconds of one SGD step of k models on batches of bsz, each way, and
+    the model's layout family (resnet20 at its default norm=bn: "resnet-bn")."""
+    model, w, x, y, wt = _step_inputs(name, k, bsz)
     buf = model.init_buffers().expand(k, -1).clone() if model.buffer_dim else None
     kw = {"buffers": buf} if model.buffer_dim else {}
     nets = [model.to_module(w[i]).train() for i in range(k)]
-    x = torch.randn(k, bsz, 3, 32, 32, generator=generator(0, "layout-data"))
-    y = torch.randint(0, 10, (k, bsz), generator=generator(0, "layout-labels"))
-    wt = torch.full((k, bsz), 1.0 / bsz)
 
-    def grouped():
-        model.loss_and_grad(w, x, y, wt, **kw)
+    lr = 1e-6  # the models barely move over the reps
+
+    def in_layout(lay):
+        def step():
+            model.layout = lay
+            model.sgd_step(w, x, y, wt, lr, **kw)
+
+        return step
 
     def vmapped():
+        model.layout = LAYOUTS["grouped"]
         leaves = [p.detach().requires_grad_(True) for p in model.unflatten(w)]
         logits = model.forward_vmap(leaves, x, buf)
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
-        torch.autograd.grad(loss * k, leaves)
+        grads = torch.autograd.grad(loss * k, leaves)
+        with torch.no_grad():
+            for p, g in zip(leaves, grads):
+                p.sub_(g, alpha=lr)
 
     def modules():
         for i, net in enumerate(nets):
             loss = torch.nn.functional.cross_entropy(net(x[i]), y[i])
-            torch.autograd.grad(loss, list(net.parameters()))
+            params = list(net.parameters())
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                for p, g in zip(params, grads):
+                    p.sub_(g, alpha=lr)
 
-    fns = {"grouped": grouped, "vmap": vmapped, "modules": modules}
-    times: dict[str, list[float]] = {name: [] for name in fns}
+    fns = {lay.name: in_layout(lay) for lay in LAYOUTS.values()}
+    if not name.endswith("lstm"):  # vmap over nn.LSTM's fused kernel is not supported
+        fns["vmap"] = vmapped
+    fns["modules"] = modules
+    times: dict[str, list[tuple[float, float]]] = {how: [] for how in fns}
     for fn in fns.values():
         fn()  # warm-up
     for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
+        for how, fn in fns.items():
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+            times[how].append((time.perf_counter() - t0, time.process_time() - c0))
+    med = {
+        how: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
+        for how, ts in times.items()
+    }
+    return med, model.family
 
 
 def main() -> None:
@@ -243,18 +350,21 @@ def main() -> None:
     ap.add_argument("--no-loop", action="store_true", help="skip the per-client loop comparison")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--model", choices=sorted(RANDOM_DATA), help="this model on random data")
-    ap.add_argument("--layout", action="store_true", help="grouped conv vs vmap, then exit")
+    ap.add_argument("--layouts", action="store_true", help="time one step per layout, then exit")
+    ap.add_argument("--k", type=int, default=10, help="--layouts: devices")
+    ap.add_argument("--batch", type=int, help="--layouts: batch size (default 64 cnn, 10 others)")
     ap.add_argument("--torch-path", action="store_true", help="engine without its fast path")
     ap.add_argument("--fast-vs-torch", action="store_true", help="fast path vs torch path")
     ap.add_argument("--threads-compare", action="store_true", help="engine at 1 vs 2 threads")
-    ap.add_argument("--no-bound", action="store_true", help="skip an MLP round's FLOP bound")
+    ap.add_argument("--no-bound", action="store_true", help="skip the round's FLOP bound")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     elif args.threads is None:
         configure_threads()  # the engine applies the policy for its model
-    if args.layout:
-        layout_speed(args.rounds)
+    if args.layouts:
+        models = [args.model] if args.model else list(LAYOUT_MODELS)
+        layout_speed(models, args.k, args.batch, args.rounds)
         return
     overrides = dict(s.split("=", 1) for s in args.sets)
     data = None
@@ -280,31 +390,14 @@ def main() -> None:
     state = warm_state(eng)
     print(f"{'comparison':<44} {'engine':>10}  {'other':>10}")
     if not args.no_loop:
-        compare(
-            "fedavg: batched engine vs per-client loop",
-            lambda r: engine_round(eng, 100 + r, state),
-            lambda r: loop_round(eng, 100 + r, state),
-            args.rounds,
-        )
-        if cfg.model == "mlp" and not args.no_bound:  # "mlp" always has a hidden layer
-            flops = statistics.median(mlp_round_flops(eng, 100 + r) for r in range(args.rounds))
-            bound = bound_round(flops, *eng.model.sizes[:2])
-            print(f"# FLOP bound: the round's {flops / 1e9:.1f} GFLOP as [1600, d0] x [d0, d1]")
-            compare(
-                "FLOP bound vs engine",
-                bound,
-                lambda r: engine_round(eng, 100 + r, state),
-                args.rounds,
-            )
-            compare(
-                "FLOP bound vs per-client loop",
-                bound,
-                lambda r: loop_round(eng, 100 + r, state),
-                args.rounds,
-            )
-            print(
-                "# (the ratio just above: the most any implementation of this arithmetic can print)"
-            )
+        engine = lambda r: engine_round(eng, 100 + r, state)  # noqa: E731
+        loop = lambda r: loop_round(eng, 100 + r, state)  # noqa: E731
+        bound = None if args.no_bound else round_bound(eng, args.rounds)
+        if bound is None:
+            compare("fedavg: batched engine vs per-client loop", engine, loop, args.rounds)
+        else:
+            fns = {"engine": engine, "loop": loop, "bound": bound}
+            report_bound(alternate(fns, args.rounds))
     if args.fast_vs_torch:
         slow = Engine(cfg, eng.data)
         slow.fastpath = False

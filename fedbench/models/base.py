@@ -129,6 +129,15 @@ class BatchedModel:
                 w[:ka].sub_(const[:ka], alpha=lr)
         return losses
 
+    def configure(self, device: torch.device, threads: int) -> None:
+        """Pick how the k copies run on `device` at `threads` CPU threads (NetModel's layout;
+        the others have one way)."""
+
+    @property
+    def layout_name(self) -> str:
+        """How the k copies run, as run.json records it."""
+        return "batched"
+
     def init(self, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
         """Initial flat parameters [D], drawn from gen the way the reference module would be."""
         raise NotImplementedError

@@ -66,6 +66,8 @@ class _CNN(nn.Module):
 class BatchedCNN(NetModel):
     """FedSoftMax's CNN for 28x28 grey images (spec §6.3); torch's default initialization."""
 
+    family = "cnn"
+
     def __init__(self, num_classes: int = 10, image_shape=(1, 28, 28)):
         self.num_classes, self.image_shape = num_classes, tuple(image_shape)
         super().__init__()
@@ -75,9 +77,9 @@ class BatchedCNN(NetModel):
 
     def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
-        h = L.pack(_image(x, self.image_shape))
-        h = F.max_pool2d(F.relu(L.conv2d(h, p["conv1.weight"], p["conv1.bias"])), 2)
-        h = F.max_pool2d(F.relu(L.conv2d(h, p["conv2.weight"], p["conv2.bias"])), 2)
+        h = self.pack(_image(x, self.image_shape))
+        h = self.relu_pool(self.conv(h, p["conv1.weight"], p["conv1.bias"]))
+        h = self.relu_pool(self.conv(h, p["conv2.weight"], p["conv2.bias"]))
         return L.linear(L.unpack(h, k), p["fc.weight"], p["fc.bias"])
 
 
@@ -159,6 +161,10 @@ class _BatchedResNet(NetModel):
     def batch_stats(self) -> bool:
         return self.norm == "bn"
 
+    @property
+    def family(self) -> str:  # BatchNorm nets stay NCHW (models/layouts.py)
+        return "resnet-bn" if self.norm == "bn" else "resnet"
+
     def _norm(self, p, b, name, h, train, mask):
         if self.norm == "bn":
             rm = rv = None
@@ -172,19 +178,19 @@ class _BatchedResNet(NetModel):
 
     def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
-        h = L.pack(_image(x, self.image_shape))
-        h = F.relu(self._norm(p, b, "n1", L.conv2d(h, p["conv1.weight"], None, 1, 1), train, mask))
+        h = self.pack(_image(x, self.image_shape))
+        h = F.relu(self._norm(p, b, "n1", self.conv(h, p["conv1.weight"], None, 1, 1), train, mask))
         cin = self.widths[0]
         for i, (w, n) in enumerate(zip(self.widths, self.blocks)):
             for j in range(n):
                 stride = 2 if i > 0 and j == 0 else 1
                 pre = f"layers.{i}.{j}."
-                out = L.conv2d(h, p[pre + "conv1.weight"], None, stride, 1)
+                out = self.conv(h, p[pre + "conv1.weight"], None, stride, 1)
                 out = F.relu(self._norm(p, b, pre + "n1", out, train, mask))
-                out = L.conv2d(out, p[pre + "conv2.weight"], None, 1, 1)
+                out = self.conv(out, p[pre + "conv2.weight"], None, 1, 1)
                 out = self._norm(p, b, pre + "n2", out, train, mask)
                 if stride != 1 or cin != w:
-                    sc = L.conv2d(h, p[pre + "shortcut.0.weight"], None, stride, 0)
+                    sc = self.conv(h, p[pre + "shortcut.0.weight"], None, stride, 0)
                     sc = self._norm(p, b, pre + "shortcut.1", sc, train, mask)
                 else:
                     sc = h
@@ -262,6 +268,8 @@ class BatchedVGG9(NetModel):
     ReLU) conv weights, N(0, 0.01) linear weights, zero biases. 2,308,810 parameters at C=10,
     the spec's count (the conv biases are included in it)."""
 
+    family = "vgg"
+
     def __init__(self, num_classes: int = 10, image_shape=(3, 32, 32)):
         self.num_classes, self.image_shape = num_classes, tuple(image_shape)
         super().__init__()
@@ -280,15 +288,15 @@ class BatchedVGG9(NetModel):
 
     def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
-        h = L.pack(_image(x, self.image_shape))
+        h = self.pack(_image(x, self.image_shape))
         i = 0
-        for v in VGG9_CFG:
+        for v, nxt in zip(VGG9_CFG, VGG9_CFG[1:] + (None,)):
             if v == "M":
-                h = F.max_pool2d(h, 2)
                 i += 1
-            else:
-                h = F.relu(L.conv2d(h, p[f"features.{i}.weight"], p[f"features.{i}.bias"], 1, 1))
-                i += 2
+                continue
+            h = self.conv(h, p[f"features.{i}.weight"], p[f"features.{i}.bias"], 1, 1)
+            h = self.relu_pool(h) if nxt == "M" else F.relu(h)
+            i += 2
         z = F.adaptive_avg_pool2d(h, 1)
         return L.linear(L.unpack(z, k), p["fc.weight"], p["fc.bias"])
 

@@ -43,6 +43,8 @@ class _LSTMNet(nn.Module):
 
 
 class BatchedLSTM(NetModel):
+    family = "lstm"
+
     def __init__(
         self,
         vocab_size: int,
@@ -71,6 +73,11 @@ class BatchedLSTM(NetModel):
             h = L.embedding(x, p["embed.weight"])
         else:  # one table for all k devices
             h = F.embedding(x, self.frozen.to(p["fc.weight"].dtype))
+        if self.layout.loop and h.shape[0] == 1:  # one device: torch's fused LSTM kernel
+            names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            weights = [p[f"lstm.{n}_l{i}"][0] for i in range(self.layers) for n in names]
+            h = L.lstm_one(h[0], weights, self.layers).unsqueeze(0)
+            return L.linear(h[:, :, -1], p["fc.weight"], p["fc.bias"])
         for i in range(self.layers):
             h = L.lstm_layer(
                 h,

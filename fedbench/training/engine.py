@@ -48,6 +48,7 @@ class Engine:
             cfg, self.data.input_shape, self.data.num_classes, self.data.info, self.data.embeddings
         )
         self.threads = threads.apply(self.model, cfg)  # torch CPU threads (threads.py)
+        self.model.configure(self.device, self.threads)  # conv nets' layout (models/layouts.py)
         self.method = build_method(cfg.method, cfg.method_params)
         self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fastpath.py)
         fastpath.warm_up(self)
@@ -156,10 +157,11 @@ class Engine:
         """Plain SGD plus a fixed drift: the model fuses gradient and update (sgd_step)."""
         step_loss, aug, drift = self._step_losses(plan), self._augment(ctx, plan), step.const
         lr, wd = ctx.lr, self.cfg.weight_decay
+        padded = self._padded(plan, buf)
         for s, ka in enumerate(self._active(plan)):
             wk = w[:ka]
             xb, yb, bw = self._batch(plan, s, ka, aug)
-            bkw = {} if buf is None else {"buffers": buf[:ka]}  # updated in place
+            bkw = self._buffer_args(buf, padded, s, ka)
             step_loss[:ka, s] = self.model.sgd_step(wk, xb, yb, bw, lr, wd, **bkw)
             if drift is not None:
                 wk.sub_(local[drift][:ka], alpha=lr)
@@ -172,10 +174,11 @@ class Engine:
             local["_momentum"] = torch.zeros_like(w)
         step_loss, aug = self._step_losses(plan), self._augment(ctx, plan)
         grad_evals = torch.zeros(plan.k, dtype=torch.long, device=self.device)
+        padded = self._padded(plan, buf)
         for s, ka in enumerate(self._active(plan)):
             wk = w[:ka]
             xb, yb, bw = self._batch(plan, s, ka, aug)
-            bkw = {} if buf is None else {"buffers": buf[:ka]}  # updated in place
+            bkw = self._buffer_args(buf, padded, s, ka)
             lk = {name: t[:ka] for name, t in local.items()}
             grad_fn, first = self._grad_fn(xb, yb, bw, bkw, grad_evals, ka)
             with torch.no_grad():
@@ -194,7 +197,8 @@ class Engine:
         cfg, model, first = self.cfg, self.model, []
 
         def grad_fn(v):
-            losses, g = model.loss_and_grad(v, xb, yb, bw, **({} if first else bkw))
+            kw = {n: a for n, a in bkw.items() if n != "buffers"} if first else bkw
+            losses, g = model.loss_and_grad(v, xb, yb, bw, **kw)
             if cfg.grad_clip is not None:
                 norm = g.norm(dim=1, keepdim=True)
                 g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp(max=1.0))
@@ -206,6 +210,21 @@ class Engine:
             return losses, g
 
         return grad_fn, first
+
+    @staticmethod
+    def _padded(plan: RoundPlan, buf) -> list[list[bool]] | None:
+        """Models with buffers (BatchNorm): which rows' batches have padding, [S][K] on the
+        host, read once a round so that the steps need no host synchronisation."""
+        if buf is None:
+            return None
+        return (plan.batch_weight == 0).any(2).t().tolist()
+
+    @staticmethod
+    def _buffer_args(buf, padded, s: int, ka: int) -> dict:
+        """Step s's buffer arguments of the first ka rows (buffers updated in place)."""
+        if buf is None:
+            return {}
+        return {"buffers": buf[:ka], "padded": padded[s][:ka]}
 
     def _step_losses(self, plan: RoundPlan) -> torch.Tensor:
         return torch.zeros(plan.k, plan.batch_idx.shape[1], dtype=self.dtype, device=self.device)

@@ -331,6 +331,7 @@ def _start(cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, progress: Pro
         data=eng.data.info,
         model_params=eng.model.dim,
         threads=torch.get_num_threads(),  # torch CPU threads (fedbench.training.threads' choice)
+        layout=eng.model.layout_name,  # how the K devices run (fedbench/models/layouts.py)
         # runs trained as one stack (fedbench.training.stack); above 1, seconds include stack-mates'
         stack_size=getattr(getattr(eng, "stack", None), "size", 1),
     )
