@@ -20,6 +20,7 @@ from fedbench.models import (
     build_model,
 )
 from fedbench.models.lstm import char_lstm, sent_lstm
+from fedbench.testing import token_data
 from fedbench.training.engine import Engine
 from fedbench.training.reference import client_batches, reference_local, reference_round
 
@@ -225,13 +226,7 @@ def test_sfl_chains_buffers():
 
 def test_charlstm_round_on_token_data():
     """Token ids (int64) and the vocabulary from the data's info reach the LSTM."""
-    g = torch.Generator().manual_seed(4)
-    sizes = (4, 6, 5)
-    n = sum(sizes)
-    x = torch.randint(0, 80, (n, 6), generator=g)
-    y = torch.randint(0, 80, (n,), generator=g)
-    idx = list(torch.arange(n).split(list(sizes)))
-    data = FederatedData(x, y, x[:5], y[:5], idx, 80, {"vocab_size": 80})
+    data = token_data((4, 6, 5), length=6, seed=4, n_test=5)
     cfg = tiny_config(model="charlstm", num_clients=3, clients_per_round=2, local_epochs=1)
     eng = Engine(cfg, data=data)
     w_ref, b_ref = reference_round(eng, 1)
