@@ -17,6 +17,7 @@ run_id. Neither needs the command line; `load_runs` never imports torch.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,9 @@ def load_runs(
     device, versions, plugins); rounds: every rounds.parquet with its run_id first.
     dataset / method / where select runs as `--dataset` / `--method` / `--where` do (where:
     {"s": 0.5} or ["s=0.5"]). shipped: also the runs shipped with fedbench once it ships
-    some (fedbench export's store); today only `results` is read."""
+    some (fedbench export's store); today only `results` is read. on_error: "skip" leaves out
+    a damaged or hostile record (fedbench.safe_read) with a warning naming its file, "fail"
+    raises a FedbenchError naming it."""
     import pandas as pd
 
     from fedbench import plugins as plugin_loader
@@ -123,6 +126,8 @@ def load_runs(
             rows.append(_run_row(rec))
             rounds.insert(0, "run_id", rec.run_id)
             frames.append(rounds)
+    for problem in index.problems:  # left out: said, never silent
+        warnings.warn(f"skipped: {problem}", stacklevel=3)
     runs = pd.DataFrame(rows)
     rounds_all = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, rounds_all

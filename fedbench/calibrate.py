@@ -261,7 +261,7 @@ def calibrate(
     **search_kw: Any,
 ) -> dict:
     """Fit `param` on the anchor cell, save the fit (atomically) and return it."""
-    from fedbench.atomic import atomic_write_json
+    from fedbench.atomic import atomic_write_json, refuse_links
 
     if param in sel.sets:
         raise FedbenchError(f"--set {param}=... fixes the parameter calibrate is to search")
@@ -301,6 +301,7 @@ def calibrate(
         "fitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     path = calibration_path(sel.results, spec.name, dataset)
+    refuse_links(path, sel.results)  # never written through a planted link
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, fit)
     fit["path"] = str(path)

@@ -15,7 +15,6 @@ results have only their recorded wall seconds (the median over rounds), compared
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import re
@@ -31,6 +30,7 @@ from fedbench.assembly import build_config
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash, run_id
+from fedbench.safe_read import Refused, read_json
 
 REFERENCE = Path("results") / "reference" / "check.json"
 
@@ -171,7 +171,9 @@ def load_reference(path: Path) -> dict:
     if not path.is_file():
         raise FedbenchError(f"no reference at {path}; create it with: fedbench check --update")
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
+    except Refused as e:
+        raise FedbenchError(f"{e}; delete it and recreate it with --update") from None
     except ValueError as e:
         raise FedbenchError(
             f"reference {path} is corrupt ({e}); recreate it with --update"
@@ -183,7 +185,7 @@ def write_reference(path: Path, measured: dict, configs: dict[str, RunConfig]) -
 
     from fedbench.atomic import atomic_write_json
 
-    old = json.loads(path.read_text()).get("checks", {}) if path.is_file() else {}
+    old = read_json(path).get("checks", {}) if path.is_file() else {}
     checks = dict(old)
     for name, m in measured.items():
         if "skipped" not in m:

@@ -390,7 +390,8 @@ def _kind_of(annotation: str) -> tuple[str, bool]:
     return parts[0].split("[")[0], "None" in parts
 
 
-def _has_kind(value: Any, kind: str) -> bool:
+def has_kind(value: Any, kind: str) -> bool:
+    """Whether value is of a field kind (int, float: an int too, bool, str, dict)."""
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "float":
@@ -405,7 +406,7 @@ def check_value(name: str, value: Any) -> None:
         if optional:
             return
         raise FedbenchError(f"{name} expects {TYPE_WORDS[kind]}, got none")
-    if not _has_kind(value, kind):
+    if not has_kind(value, kind):
         raise FedbenchError(f"{name} expects {TYPE_WORDS[kind]}, got {value!r}")
     if kind == "float" and not math.isfinite(value):
         raise FedbenchError(f"{name} must be a finite number, got {value!r}")
@@ -425,7 +426,7 @@ def coerce_field(key: str, raw: Any) -> Any:
     """A CLI string or TOML value -> the field's type, checked on its own (check_value)."""
     kind, optional = field_kind(key)
     value = _parse_field(key, kind, optional, raw) if isinstance(raw, str) else raw
-    if kind == "float" and _has_kind(value, "int"):
+    if kind == "float" and has_kind(value, "int"):
         value = float(value)
     check_value(key, value)
     return value

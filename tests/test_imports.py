@@ -143,7 +143,14 @@ def test_indexing_runs_does_not_import_torch(tmp_path):
 # The import direction, lowest first: a module may import its own layer and those below it.
 # training and tables/plots are siblings: training never reads tables, reading never trains.
 LAYERS = (
-    ("fedbench.errors", "fedbench.atomic", "fedbench.lazy", "fedbench.names", "fedbench.plugins"),
+    (
+        "fedbench.errors",
+        "fedbench.atomic",
+        "fedbench.safe_read",
+        "fedbench.lazy",
+        "fedbench.names",
+        "fedbench.plugins",
+    ),
     ("fedbench.config", "fedbench.devices"),
     ("fedbench.data", "fedbench.models", "fedbench.methods", "fedbench.presets"),
     ("fedbench.assembly", "fedbench.identity", "fedbench.resources"),

@@ -367,9 +367,15 @@ def execute(plan, executor, a: SweepArgs, label: str, level: str) -> None:
     _print_summary(report)
     if report.failed:
         first = report.failed[0]
+        unrecorded = sum(not o.recorded for o in report.failed)
+        where = (
+            f"{unrecorded} of them could not be recorded in their run.json"
+            if unrecorded
+            else "recorded in its run.json"
+        )
         raise OneLineError(
             f"{len(report.failed)} run(s) failed, first {first.run_id}: {first.error} "
-            "(recorded in its run.json; the next sweep retries it)",
+            f"({where}; the next sweep retries it)",
             1,
         )
 

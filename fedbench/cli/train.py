@@ -162,13 +162,12 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, level: str, policy
 
 def _say_interrupted(cfg, results: Path, e: KeyboardInterrupt) -> None:
     """Where the interrupted run stands and how it goes on (one line on stderr)."""
-    import json
-
     from fedbench.identity import run_id
+    from fedbench.safe_read import read_json
     from fedbench.training import signals
 
     try:
-        meta = json.loads((results / run_id(cfg) / "run.json").read_text())
+        meta = read_json(results / run_id(cfg) / "run.json")
     except (OSError, ValueError):
         meta = {}
     kept = meta.get("checkpoint_round") if isinstance(meta, dict) else None

@@ -5,12 +5,13 @@ chosen for a config, and the summary of every run. Imports no torch (tests/test_
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pandas as pd
 
-from fedbench.config import FIELD_TYPES, config_from_dict
+from fedbench.config import FIELD_TYPES, config_from_dict, field_kind, has_kind
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
 from fedbench.results.records import (
@@ -21,6 +22,7 @@ from fedbench.results.records import (
     summarize,
 )
 from fedbench.results.schema import LOSSLESS_FROM, recorded
+from fedbench.safe_read import PARQUET_CAP, Refused, entry_kind, open_regular, read_json, shown
 
 FINISHED = ("complete", "diverged")
 # a run not (yet) finished: training now, or stopped by a signal, or its process killed; never
@@ -77,11 +79,12 @@ class RunRecord:
         if self.shipped:
             t = self.store.rounds(self.group, self.run_id)
             return t if columns is None else t.select([c for c in columns if c in t.column_names])
-        pf = pq.ParquetFile(self.rounds_path, metadata=parquet_meta)
-        if columns is not None:
-            have = set(pf.schema_arrow.names)
-            columns = [c for c in columns if c in have]
-        return pf.read(columns=columns, use_threads=False)
+        with open_regular(self.rounds_path, PARQUET_CAP) as f:
+            pf = pq.ParquetFile(f, metadata=parquet_meta)
+            if columns is not None:
+                have = set(pf.schema_arrow.names)
+                columns = [c for c in columns if c in have]
+            return pf.read(columns=columns, use_threads=False)
 
     def read_rounds(self, columns: list[str] | None = None) -> pd.DataFrame:
         """Its rounds: the columns it recorded (a value in some row), `columns` of them when
@@ -89,10 +92,7 @@ class RunRecord:
         try:
             table = self.rounds_table(columns)
         except Exception as e:
-            raise FedbenchError(
-                f"{self.rounds_path} is corrupt or truncated ({_first_line(e)}); rerun or "
-                f"delete {self.run_dir}"
-            ) from None
+            raise FedbenchError(rounds_damage(self, e)) from None
         return recorded(table.to_pandas(use_threads=False))
 
     @property
@@ -178,13 +178,49 @@ def _check_meta(meta: object) -> str | None:
     if not isinstance(meta["config"].get("method_params", {}), dict):
         return "config.method_params is not an object"
     if meta.get("status") not in STATUSES:
-        return f"unknown status {meta.get('status')!r}"
+        return f"unknown status {shown(meta.get('status'))}"
     for k in ("summary", "data"):
         if meta.get(k) is not None and not isinstance(meta[k], dict):
             return f"{k} is not an object"
     for k, v in (meta.get("summary") or {}).items():
         if k in SUMMARY_KEYS and not (v is None or isinstance(v, (int, float))):
-            return f"summary.{k} is {v!r}, not a number"
+            return f"summary.{k} is {shown(v)}, not a number"
+    return _wrong_type(meta)
+
+
+MAX_TEXT = 4096  # characters of a text field in a config (a path is shorter)
+# run.json fields readers use beside config and summary: their types (None allowed for each)
+META_TYPES = {
+    "run_id": str,
+    "device_name": str,
+    "error": str,
+    "started": str,
+    "ended": str,
+    "rows": int,
+    "stack_size": int,
+    "data.fingerprint": str,
+    "data.devices": int,
+}
+TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false",
+              "str": "text", "dict": "an object"}  # fmt: skip
+
+
+def _wrong_type(meta: dict) -> str | None:
+    """The first field of a run.json whose value has the wrong type (None: none): every config
+    field this build knows (config.rounds as text is damage, not a default), then META_TYPES."""
+    for name, value in meta["config"].items():
+        if name not in FIELD_TYPES or value is None:
+            continue  # a field of another build (version_issues notes it); None: its default
+        kind, _ = field_kind(name)
+        if not has_kind(value, kind):
+            return f"config.{name} is {shown(value)}, not {TYPE_NAMES[kind]}"
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            return f"config.{name} is text of {len(value)} characters (a field holds {MAX_TEXT})"
+    for key, typ in META_TYPES.items():
+        head, _, tail = key.partition(".")
+        value = (meta.get(head) or {}).get(tail) if tail else meta.get(head)
+        if value is not None and (not isinstance(value, typ) or isinstance(value, bool)):
+            return f"{key} is {shown(value)}, not {TYPE_NAMES[typ.__name__]}"
     return None
 
 
@@ -238,6 +274,7 @@ class RunIndex:
         if self.store is not None:
             self._add_shipped()
         self.unfinished: dict[str, int] = {}  # shown status -> runs (summary_frame counts them)
+        self.no_summary: list[Path] = []  # finished runs' run.json without a summary
         if not self.results.is_dir():
             if must_exist and not any(r.shipped for r in self.records()):
                 raise FedbenchError(
@@ -247,16 +284,8 @@ class RunIndex:
             return
         dirs = self.results.glob(f"{prefix}*") if prefix else self.results.iterdir()
         for d in sorted(dirs):
-            path = d / "run.json"
-            if d.name.startswith(".") or not path.is_file():
-                continue
-            try:
-                meta = json.loads(path.read_text())
-                bad = _check_meta(meta)
-                if bad:
-                    raise ValueError(bad)
-            except (ValueError, OSError) as e:
-                self._problem(f"{path} is corrupt ({_first_line(e)}); rerun or delete {d}")
+            meta = None if d.name.startswith(".") else self._read_meta(d)
+            if meta is None:
                 continue
             rec = RunRecord(d, meta, None)
             try:
@@ -270,6 +299,30 @@ class RunIndex:
                 f"{len(self._unreadable)} run(s) in {self.results} have a config this fedbench "
                 f"cannot read, e.g. {self._unreadable[0]}; drop --strict to leave them out"
             )
+
+    def _read_meta(self, d: Path) -> dict | None:
+        """The run.json of folder d, checked; None where d holds no run, or its run.json is
+        passed over (reported through on_error: a link, a FIFO, a device, over its cap, not
+        JSON, wrong types)."""
+        path = d / "run.json"
+        if not os.path.lexists(path):
+            return None
+        link = entry_kind(d)
+        if link is not None:  # a run folder fedbench did not make: written through, never
+            self._problem(f"{d} is {link}, not a run folder fedbench wrote; delete it")
+            return None
+        try:
+            meta = read_json(path)
+            bad = _check_meta(meta)
+            if bad:
+                raise ValueError(bad)
+        except Refused as e:
+            self._problem(f"{e}; fedbench reads only the regular files it wrote: delete it")
+            return None
+        except (ValueError, OSError) as e:
+            self._problem(f"{path} is corrupt ({_first_line(e)}); rerun or delete {d}")
+            return None
+        return meta
 
     def _add_shipped(self) -> None:
         from fedbench.results.export import meta_from_row
@@ -337,6 +390,9 @@ class RunIndex:
             if rec.run_dir not in self._old[issue]:
                 self._old[issue].append(rec.run_dir)
         same_key = same_key if same_key is not None else self.by_key.get(rec.key, [])
+        no_summary = rec.status in FINISHED and not rec.summary and not rec.shipped
+        if no_summary and rec.run_dir / "run.json" not in self.no_summary:
+            self.no_summary.append(rec.run_dir / "run.json")  # no fedbench writes one so
         if rec.shipped:
             self._shipped_used.add(rec.run_id)
         copies = [
@@ -397,6 +453,11 @@ class RunIndex:
                 "`fedbench train` or `fedbench sweep` of the same config resumes an interrupted "
                 "or killed one"
             )
+        if self.no_summary:
+            out.append(
+                f"note: {len(self.no_summary)} finished run(s) have no summary in their run.json, "
+                f"e.g. {self.no_summary[0]}; their summary is computed from rounds.parquet"
+            )
         if self._multi_data:
             out.append(
                 f"note: {len(self._multi_data)} config(s) have finished runs on different data "
@@ -427,7 +488,10 @@ class RunIndex:
         import pyarrow.parquet as pq
 
         try:
-            meta = pq.read_metadata(rec.rounds_path)
+            with open_regular(rec.rounds_path, PARQUET_CAP) as f:
+                meta = pq.read_metadata(f)
+        except Refused as e:
+            return e.why
         except Exception:
             return "is missing, corrupt or truncated"
         self._meta[rec.run_dir] = meta
@@ -460,11 +524,14 @@ class RunIndex:
         except Exception as e:
             if quiet or rec.status in UNFINISHED:
                 return None
-            self._problem(
-                f"{rec.rounds_path} is corrupt or truncated ({_first_line(e)}); "
-                f"rerun it or delete {rec.run_dir}"
-            )
+            self._problem(rounds_damage(rec, e))
             return None
+
+
+def rounds_damage(rec: RunRecord, e: Exception) -> str:
+    """The one line for a run's rounds.parquet that cannot be read."""
+    why = e.why if isinstance(e, Refused) else f"is corrupt or truncated ({_first_line(e)})"
+    return f"{rec.rounds_path} {why}; rerun it or delete {rec.run_dir}"
 
 
 def load_summaries(

@@ -15,12 +15,16 @@ import json
 import os
 import platform
 import secrets
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from fedbench.atomic import refuse_links
 from fedbench.errors import FedbenchError
+from fedbench.safe_read import read_json
 
+CLAIM_CAP = 64 * 1024  # bytes: a claim is a line of JSON
 CLAIMS_DIR = ".claims"
 HEARTBEAT_SECONDS = 30.0
 REMOTE_STALE_SECONDS = 600.0  # a claim from another host without a heartbeat for this long
@@ -59,19 +63,32 @@ def _mutex(folder: Path):
     except ImportError:  # pragma: no cover - Windows: O_EXCL alone
         yield
         return
-    with open(folder / ".mutex", "a+") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    path = folder / ".mutex"
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:  # never through a planted link (it would create or lock a file elsewhere)
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        raise FedbenchError(f"{path}: {e.strerror}; delete it (fedbench makes it again)") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FedbenchError(
+                f"{path} is not a regular file; delete it (fedbench makes it again)"
+            )
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 class RunClaim:
     """Claim on one run. Use as a context manager, or acquire()/release()."""
 
     def __init__(self, results: Path | str, run_id: str):
-        self.folder = Path(results) / CLAIMS_DIR
+        self.results = Path(results)
+        self.folder = self.results / CLAIMS_DIR
         self.path = self.folder / f"{run_id}.lock"
         self.run_id = run_id
         self.token = secrets.token_hex(8)
@@ -83,7 +100,7 @@ class RunClaim:
         """The claimant's record; {} for a lock file that is not one (half-written by a
         claimant killed mid-write, or garbage): is_stale judges it by its age."""
         try:
-            info = json.loads(self.path.read_bytes())
+            info = read_json(self.path, CLAIM_CAP)
         except FileNotFoundError:
             return None
         except (ValueError, OSError):
@@ -133,6 +150,7 @@ class RunClaim:
 
     def acquire(self) -> bool:
         """Take the claim; False when a live process holds it."""
+        refuse_links(self.folder, self.results)  # claims are never made through a planted link
         self.folder.mkdir(parents=True, exist_ok=True)
         if self._create():
             return True
@@ -148,7 +166,7 @@ class RunClaim:
         """Touch the lock file (rate-limited) so other hosts see the run is alive."""
         if self.held and time.monotonic() - self._beat > HEARTBEAT_SECONDS:
             try:
-                os.utime(self.path)
+                os.utime(self.path, follow_symlinks=False)
             except FileNotFoundError:
                 pass
             self._beat = time.monotonic()

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fedbench.atomic import refuse_links
 from fedbench.errors import FedbenchError
-from fedbench.results.store import _DEFAULT, CALIBRATION, Store
+from fedbench.results.store import _DEFAULT, CALIBRATION, Store, read_table
+from fedbench.safe_read import read_bytes
 
 
 def publish(index, records, root: Path, group: str, command: str) -> dict:
@@ -16,7 +18,6 @@ def publish(index, records, root: Path, group: str, command: str) -> dict:
     for other data gets its fingerprint's -d suffix. Refuses, writing nothing, when the store
     would pass SIZE_BUDGET. Returns counts: added, already (in the store), unfinished."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from fedbench.results.export import export_tables
     from fedbench.results.index import FINISHED, RunIndex
@@ -41,10 +42,11 @@ def publish(index, records, root: Path, group: str, command: str) -> dict:
     runs, rounds = export_tables(index, new)
     runs, rounds = _unique_ids(runs, rounds, ids)
     folder = root / group
-    if (folder / "runs.parquet").is_file():
-        runs = pa.concat_tables([pq.read_table(folder / "runs.parquet"), runs])
+    refuse_links(folder, root)
+    if os.path.lexists(folder / "runs.parquet"):
+        runs = pa.concat_tables([read_table(folder / "runs.parquet"), runs])
         rounds = pa.concat_tables(
-            [pq.read_table(folder / "rounds.parquet"), rounds], promote_options="default"
+            [read_table(folder / "rounds.parquet"), rounds], promote_options="default"
         )
     runs = runs.sort_by("run_id")
     rounds = rounds.sort_by([("run_id", "ascending"), ("round", "ascending")])
@@ -111,9 +113,10 @@ def _write_within_budget(store: Store, folder: Path, runs, rounds, command: str)
 def publish_fit(fit_path: Path, root: Path) -> str:
     """Copy a calibration fit into the store (unchanged if the same; refused if different)."""
     target = root / CALIBRATION / fit_path.name
-    data = fit_path.read_bytes()
-    if target.is_file():
-        if target.read_bytes() == data:
+    refuse_links(target, root)
+    data = read_bytes(fit_path)
+    if os.path.lexists(target):
+        if read_bytes(target) == data:
             return f"{target.name} already shipped"
         raise FedbenchError(
             f"the store already holds another fit {target}; delete it (git rm) to ship {fit_path}"

@@ -19,6 +19,7 @@ from fedbench.results.schema import (  # noqa: F401 (their home before schema.py
     SCHEMA_VERSION,
     SUMMARY_KEYS,
 )
+from fedbench.safe_read import PARQUET_CAP, Refused, entry_kind, open_regular, read_json
 
 STATUSES = ("running", "complete", "diverged", "failed", "interrupted")
 
@@ -73,7 +74,9 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
     """(run.json, rounds) of one run; a corrupt file raises a one-line FedbenchError."""
     meta_path, rounds_path = run_dir / "run.json", run_dir / "rounds.parquet"
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = read_json(meta_path)
+    except Refused as e:
+        raise FedbenchError(f"{e}; delete it or rerun the run") from None
     except FileNotFoundError:
         raise FedbenchError(f"{meta_path} is missing; rerun this run or delete {run_dir}") from None
     except json.JSONDecodeError as e:
@@ -83,7 +86,10 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
             f"{meta_path} is corrupt (not a JSON object); rerun or delete {run_dir}"
         )
     try:
-        rounds = pd.read_parquet(rounds_path)
+        with open_regular(rounds_path, PARQUET_CAP) as f:
+            rounds = pd.read_parquet(f)
+    except Refused as e:
+        raise FedbenchError(f"{e}; delete it or rerun the run") from None
     except FileNotFoundError:
         raise FedbenchError(
             f"{rounds_path} is missing; rerun this run or delete {run_dir}"
@@ -100,7 +106,7 @@ def _failed_before_training(run_dir: Path) -> dict | None:
     """run.json of a run that failed before writing any rounds (e.g. its dataset is missing):
     a record to list, not a corrupt one."""
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = read_json(run_dir / "run.json")
     except (OSError, ValueError):
         return None
     if (
@@ -117,9 +123,14 @@ def run_dirs(results: Path) -> list[Path]:
     if not results.is_dir():
         raise FedbenchError(f"results directory {results} does not exist; run fedbench train first")
     return sorted(
-        p for p in results.iterdir() if not p.name.startswith(".") and (p / "run.json").exists()
+        p
+        for p in results.iterdir()
+        if not p.name.startswith(".") and entry_kind(p) is None and (p / "run.json").exists()
     )
 
 
 def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    """The first line of an error's message, cut to a few hundred characters (a huge value
+    quoted in it stays out of the one-line message)."""
+    line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return line if len(line) <= 300 else f"{line[:300]}..."

@@ -57,18 +57,16 @@ class Store:
     def groups(self) -> list[str]:
         if self.root is None or not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if (p / "runs.parquet").is_file())
+        return sorted(p.name for p in self.root.iterdir() if os.path.lexists(p / "runs.parquet"))
 
     def rows(self) -> list[tuple[str, dict]]:
         """(group, runs-table row) of every shipped run."""
         if self._runs is None:
-            import pyarrow.parquet as pq
-
             self._runs = []
             for g in self.groups():
                 path = self.root / g / "runs.parquet"
                 try:
-                    rows = pq.read_table(path).to_pylist()
+                    rows = read_table(path).to_pylist()
                 except Exception as e:
                     first = (str(e).splitlines() or [type(e).__name__])[0]
                     raise FedbenchError(
@@ -80,10 +78,9 @@ class Store:
 
     def rounds(self, group: str, run_id: str) -> pa.Table:
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
         if group not in self._rounds:
-            self._rounds[group] = pq.read_table(self.root / group / "rounds.parquet")
+            self._rounds[group] = read_table(self.root / group / "rounds.parquet")
         t = self._rounds[group]
         return t.filter(pc.equal(t.column("run_id"), run_id))
 
@@ -97,6 +94,16 @@ class Store:
         if self.root is None or not self.root.is_dir():
             return 0
         return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+
+
+def read_table(path: Path) -> pa.Table:
+    """A store file read through fedbench.safe_read (a regular file under its cap)."""
+    import pyarrow.parquet as pq
+
+    from fedbench.safe_read import PARQUET_CAP, open_regular
+
+    with open_regular(path, PARQUET_CAP) as f:
+        return pq.read_table(f)
 
 
 _DEFAULT: dict[Path | None, Store] = {}

@@ -35,6 +35,7 @@ class Outcome:
     summary: dict = field(default_factory=dict)
     resumed: list = field(default_factory=list)  # rounds it resumed from (run.json's resumed)
     attempts: int = 1  # > 1: its worker died and it was run again
+    recorded: bool = True  # False: its run.json could not say how it ended (a full disk)
 
     @staticmethod
     def from_dict(d: dict) -> Outcome:
@@ -96,6 +97,7 @@ def execute_run(
         signals.request(getattr(e, "signum", signal.SIGINT))
     except Exception as e:
         out.error = (f"{type(e).__name__}: {e}".strip().splitlines() or ["error"])[0]
+        out.recorded = getattr(e, "recorded", True)
     out.seconds = time.perf_counter() - t0
     return dataclasses.asdict(out)
 

@@ -3,11 +3,12 @@ it, and a table's selection at the fitted value (sweep/table/plot --calibrated).
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
 from fedbench.errors import FedbenchError
+from fedbench.safe_read import Refused, read_json
 
 CALIBRATION_DIR = "calibration"  # under the results folder
 
@@ -31,7 +32,7 @@ def fit_path(results: str | Path, table: str, dataset: str) -> tuple[Path, str]:
     """(the fit's file, how to name it in a table's header): the results folder's own fit, else
     the shipped store's (fedbench.results.store), else the local path (missing)."""
     path = calibration_path(results, table, dataset)
-    if path.is_file():
+    if os.path.lexists(path):  # a file, or something load_fit refuses by name
         return path, str(path)
     from fedbench.results.store import CALIBRATION, default_store
 
@@ -44,7 +45,9 @@ def fit_path(results: str | Path, table: str, dataset: str) -> tuple[Path, str]:
 def load_fit(results: str | Path, table: str, dataset: str) -> dict:
     path, _ = fit_path(results, table, dataset)
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
+    except Refused as e:
+        raise FedbenchError(f"{e}; delete it and calibrate again") from None
     except FileNotFoundError:
         raise FedbenchError(
             f"no calibration of table {table} on {dataset} in {path.parent} or the shipped store; "

@@ -221,8 +221,9 @@ def resume(run_dir: Path, cfg: RunConfig, eng) -> Progress | None:
 
 
 def _load(path: Path, device) -> dict:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as f:
+    from fedbench.safe_read import CHECKPOINT_CAP, open_regular
+
+    with open_regular(path, CHECKPOINT_CAP) as f:
         state = torch.load(f, map_location=device, weights_only=True)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"not a fedbench checkpoint of format {FORMAT}")

@@ -8,6 +8,7 @@ import os
 import platform
 import secrets
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -20,13 +21,20 @@ import torch
 
 import fedbench
 from fedbench import identity
-from fedbench.atomic import atomic_write_json, atomic_write_parquet
+from fedbench.atomic import (
+    DiskFull,
+    atomic_write_json,
+    atomic_write_parquet,
+    json_safe,
+    refuse_links,
+)
 from fedbench.config import RunConfig
 from fedbench.devices import device_name
 from fedbench.errors import FedbenchError
 from fedbench.results import ANY, FINISHED, summarize
 from fedbench.results.locks import RunClaim
 from fedbench.results.schema import rounds_table
+from fedbench.safe_read import read_json
 from fedbench.training import checkpoint as checkpoints
 from fedbench.training import signals
 from fedbench.training.checkpoint import Checkpointer, Policy, Progress
@@ -106,6 +114,7 @@ def train(
     """
     results = Path(results)
     run_id = identity.run_id(cfg)
+    refuse_links(results / run_id, results)  # a planted link: nothing is written through it
     with RunClaim(results, run_id) as claim:
         _recover(results, run_id)
 
@@ -126,8 +135,23 @@ def train(
         except RunExists:
             raise
         except BaseException as e:
-            _record_failure(target, meta, e)
+            recorded = _record_failure(target, meta, e)
+            if isinstance(e, DiskFull):
+                raise _disk_full(e, run_id, recorded) from None
+            e.recorded = recorded  # the sweep's summary says whether run.json tells of it
             raise
+
+
+def _disk_full(e: DiskFull, run_id: str, recorded: bool) -> DiskFull:
+    """The one line of a full disk: where, how much is free, what was kept, what to do."""
+    kept = (
+        f"run {run_id} is recorded failed in its run.json; what it wrote before is kept"
+        if recorded
+        else f"run {run_id} could not be recorded in its run.json (none says it is running)"
+    )
+    out = DiskFull(e.folder, f"{kept}; free space and run the same command again")
+    out.recorded = recorded
+    return out
 
 
 def _start_meta(cfg: RunConfig) -> dict:
@@ -171,7 +195,7 @@ def plugin_records(cfg: RunConfig) -> list[dict]:
 
 def _read_meta(run_dir: Path) -> dict | None:
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = read_json(run_dir / "run.json")
     except (OSError, ValueError):
         return None
     return meta if isinstance(meta, dict) else None
@@ -205,6 +229,9 @@ def _recover(results: Path, run_id: str) -> None:
     for p in results.glob(f".{run_id}*.new-*"):
         shutil.rmtree(p, ignore_errors=True)
     for p in results.glob(f".{run_id}*.old-*"):
+        if os.path.islink(p) or not p.is_dir():  # not one fedbench moved aside: never put back
+            p.unlink(missing_ok=True)  # the link itself, in results/; never what it points to
+            continue
         final = results / p.name[1 : p.name.rindex(".old-")]
         if final.exists():
             shutil.rmtree(p, ignore_errors=True)
@@ -242,16 +269,46 @@ def swap_in(new: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _record_failure(target: Path, meta: dict, e: BaseException) -> None:
+def _record_failure(target: Path, meta: dict, e: BaseException) -> bool:
     """Write a failed (or, for a signal's stop, interrupted) run.json into target, unless target
-    holds a finished run (which stands)."""
+    holds a finished run (which stands). Returns whether target's run.json now says how the
+    run ended (False: a link, never written through, or a write the system refused)."""
+    if os.path.islink(target):
+        return False
     if _finished_meta(target) is not None:
-        return
+        return True
     meta.update(status=_stopped_status(e), error=_error_line(e), ended=_now())
     try:
         atomic_write_json(target / "run.json", meta)
+    except DiskFull:  # no room for a new file: the old one's blocks still hold the record
+        return _rewrite_in_place(target / "run.json", meta)
     except OSError:
-        pass
+        return False
+    return True
+
+
+def _rewrite_in_place(path: Path, meta: dict) -> bool:
+    """run.json written over its own bytes, padded with spaces (valid JSON), when the disk has
+    no room for a new file: a full disk must not leave a run `running`. Only over a regular
+    file no shorter than the record, so no block is allocated and no old byte is left."""
+    data = json.dumps(json_safe(meta), separators=(",", ":"), default=str).encode()
+    flags = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        size = info.st_size
+        if not stat.S_ISREG(info.st_mode) or size < len(data):
+            return False
+        os.pwrite(fd, data + b" " * (size - len(data)), 0)
+        os.fsync(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _clean_run_dir(run_dir: Path, resuming: bool) -> None:
@@ -304,6 +361,7 @@ def _train_claimed(
     policy: Policy,
 ) -> tuple[dict, pd.DataFrame]:
     torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
+    refuse_links(final, final.parent)  # <run_id>-d<fingerprint> too
     overwriting = _finished_meta(final) is not None
     meta["run_id"] = final.name  # <run_id>-d<fingerprint> for a second run on other data
     run_dir = _aside(final) if overwriting else final
