@@ -121,22 +121,15 @@ def _check_readers(tmp_path: Path, res: Path, bad: Path, why: str) -> None:
     assert len(runs) >= 8
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_hostile_run_json_is_passed_over_by_every_reader(tmp_path, kind):
+@pytest.mark.parametrize(
+    "name,kind",
+    [("run.json", k) for k in KINDS]
+    + [("rounds.parquet", k) for k in ("fifo", "dev-zero", "link", "folder", "oversized")],
+)
+def test_a_hostile_run_file_is_passed_over_by_every_reader(tmp_path, name, kind):
     res, outside = tmp_path / "r", tmp_path / "outside"
     outside.mkdir()
-    dirs = _runs(res)
-    bad = dirs[0] / "run.json"
-    _plant(bad, kind, outside)
-    _check_readers(tmp_path, res, bad, WHY[kind])
-
-
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "link", "folder", "oversized"])
-def test_a_hostile_rounds_parquet_is_passed_over_by_every_reader(tmp_path, kind):
-    res, outside = tmp_path / "r", tmp_path / "outside"
-    outside.mkdir()
-    dirs = _runs(res)
-    bad = dirs[0] / "rounds.parquet"
+    bad = _runs(res)[0] / name
     _plant(bad, kind, outside)
     _check_readers(tmp_path, res, bad, WHY[kind])
 
