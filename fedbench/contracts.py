@@ -37,11 +37,13 @@ def _run(subject: str, name: str, fn: Callable[[], str | None]) -> Check:
 # ---------------------------------------------------------------- methods
 
 
-def _tiny_engine(method: str, params: dict, data=None, **fields):
+def _tiny_engine(method: str, params: dict, data=None, slow=False, **fields):
+    """A tiny_config run of the method; slow: with partial-work devices (PARTIAL_WORK)."""
     from fedbench.assembly import validate_config
-    from fedbench.testing import tiny_config, tiny_data
+    from fedbench.testing import PARTIAL_WORK, tiny_config, tiny_data
     from fedbench.training.engine import Engine
 
+    fields = {**PARTIAL_WORK, **fields} if slow else fields
     cfg = tiny_config(method=method, method_params=params, **fields)
     return Engine(validate_config(cfg), data=data if data is not None else tiny_data())
 
@@ -77,7 +79,7 @@ def _bad_parameters(method: str) -> None:
 
 
 def _two_rounds(method: str) -> str:
-    eng = _tiny_engine(method, {}, hetero="fedlga", rho=0.7, tau_max=2, grad_clip=10.0)
+    eng = _tiny_engine(method, {}, slow=True, grad_clip=10.0)
     for r in (1, 2):
         rec = eng.run_round(r)
         assert rec["round"] == r and math.isfinite(rec["local_loss"]), f"round {r}: {rec}"
@@ -90,10 +92,7 @@ def _state_round_trip(method: str) -> str:
     """Saved after 2 rounds and loaded into a fresh run, round 3 is the same bit for bit."""
     import torch
 
-    a, b = (
-        _tiny_engine(method, {}, hetero="fedlga", rho=0.7, tau_max=2, server_momentum=0.5)
-        for _ in range(2)
-    )
+    a, b = (_tiny_engine(method, {}, slow=True, server_momentum=0.5) for _ in range(2))
     a.run_round(1)
     a.run_round(2)
     state = a.method.state_dict()
@@ -140,15 +139,12 @@ def _linear_step(method: str) -> str:
     return "; ".join(found)
 
 
-def _linear_step_at(method: str, params: dict) -> str:
-    """After 2 rounds (server state nonzero), weight decay on, at a random w and gradient."""
+def linear_step_probe(eng) -> tuple:
+    """Round 3 of a (non-sequential) run after 2 trained rounds (server state nonzero), at a
+    random w and mini-batch gradient g: (the method's LinearStep or None, the round's local
+    state, local_step's d, the d the LinearStep declares; both None without a LinearStep)."""
     import torch
 
-    from fedbench.methods.base import Method
-
-    eng = _tiny_engine(method, params, weight_decay=0.01)
-    if eng.method.sequential:
-        return "sequential: trains through its own loop"
     for r in (1, 2):
         eng.run_round(r)
     plan = eng.plan_round(3)
@@ -156,16 +152,27 @@ def _linear_step_at(method: str, params: dict) -> str:
     local = eng.method.client_start(ctx)
     step = eng.method.linear_step()
     if step is None:
-        assert type(eng.method).local_step is not Method.local_step, "plain SGD declares None"
-        return "no LinearStep: the per-step path (local_step every step)"
+        return step, local, None, None
     gen = torch.Generator().manual_seed(0)
     k, dim = plan.k, eng.model.dim
     w = eng.w + torch.randn(k, dim, generator=gen, dtype=eng.w.dtype)
     g = torch.randn(k, dim, generator=gen, dtype=eng.w.dtype)
     d = eng.method.local_step(ctx, w, lambda v: (torch.zeros(k), g.clone()), local)
     want = step.scale * g + step.mu * (w - ctx.global_w)
-    if step.const:
-        want = want + local[step.const]
+    return step, local, d, want + local[step.const] if step.const else want
+
+
+def _linear_step_at(method: str, params: dict) -> str:
+    """After 2 rounds (server state nonzero), weight decay on, at a random w and gradient."""
+    from fedbench.methods.base import Method
+
+    eng = _tiny_engine(method, params, weight_decay=0.01)
+    if eng.method.sequential:
+        return "sequential: trains through its own loop"
+    step, _, d, want = linear_step_probe(eng)
+    if step is None:
+        assert type(eng.method).local_step is not Method.local_step, "plain SGD declares None"
+        return "no LinearStep: the per-step path (local_step every step)"
     gap = float((d - want).abs().max())
     assert gap <= 1e-12, f"local_step differs from its LinearStep {step} by {gap:.3g}"
     return f"{step}: the fused / compiled paths"

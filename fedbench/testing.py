@@ -113,6 +113,26 @@ def tiny_data(sizes=(7, 12, 5, 9), dim=6, classes=3, seed=0, dtype=None):
     return FederatedData(x, y, x[:10], y[:10], idx, classes, {"description": "tiny"})
 
 
+# tiny_config's runs with partial work: FedLGA's heterogeneity, 70% of the sampled devices slow,
+# each running E - tau_i + 1 of the E = 3 epochs, tau_i ~ U{1, 2}
+PARTIAL_WORK = {"hetero": "fedlga", "rho": 0.7, "tau_max": 2}
+
+
+def token_data(sizes, length: int, seed: int, vocab: int = 80, n_test: int = 8):
+    """Random token sequences [n, length] (int64) with random next tokens, split into devices
+    of the given sizes (the LSTMs' input); the first n_test are the test set."""
+    import torch
+
+    from fedbench.data import FederatedData
+
+    g = torch.Generator().manual_seed(seed)
+    n = sum(sizes)
+    x = torch.randint(0, vocab, (n, length), generator=g)
+    y = torch.randint(0, vocab, (n,), generator=g)
+    idx = list(torch.arange(n).split(list(sizes)))
+    return FederatedData(x, y, x[:n_test], y[:n_test], idx, vocab, {"vocab_size": vocab})
+
+
 def tiny_config(**kw) -> RunConfig:
     """A 4-device, 3-per-round MLP run of 2 rounds in float64 on the CPU (tiny_data's size)."""
     base = dict(
@@ -168,10 +188,12 @@ def registries_restored():
 
 
 __all__ = [
+    "PARTIAL_WORK",
     "curve_until",
     "fake_rounds",
     "registries_restored",
     "tiny_config",
     "tiny_data",
+    "token_data",
     "write_fake_run",
 ]

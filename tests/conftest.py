@@ -14,7 +14,7 @@ from fedbench.assembly import build_config  # noqa: E402
 from fedbench.cli import cli  # noqa: E402
 from fedbench.config import RunConfig  # noqa: E402
 from fedbench.data import FederatedData  # noqa: E402
-from fedbench.testing import tiny_config, tiny_data  # noqa: E402, F401 -- the tests' helpers
+from fedbench.testing import PARTIAL_WORK, tiny_config, tiny_data  # noqa: E402, F401 -- helpers
 
 FMNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -25,6 +25,32 @@ TINY_SETS = [x for k, v in {"rounds": "2", **TINY}.items() for x in ("--set", f"
 
 def tiny(**over) -> RunConfig:
     return build_config("default", None, {"rounds": "2", **TINY, **over})
+
+
+def stragglers_runs(res) -> list:
+    """Fake finished runs (2 rounds) of every cell of the stragglers table at the tiny default
+    setting, seed 0, in `res`: their folders, in the table's order."""
+    from fedbench.sweep import table_configs
+    from fedbench.tables import Selection, get_table
+    from fedbench.testing import fake_rounds, write_fake_run
+
+    sel = Selection("synthetic-1-1", (0,), "default", {"rounds": "2", **TINY}, str(res))
+    configs, _ = table_configs(get_table("stragglers"), sel)
+    return [write_fake_run(res, c, fake_rounds(2, loss0=2.0 + i)) for i, c in enumerate(configs)]
+
+
+# stragglers_runs' table setting as flags, and the commands that read those runs
+TINY_TABLE = ["--dataset", "synthetic-1-1", "--preset", "default", "--seeds", "0", *TINY_SETS]
+
+
+def reading_commands(out) -> list[list]:
+    """table and plot over stragglers_runs (figures into `out`), less --results."""
+    return [
+        ["table", "summary"],
+        ["table", "stragglers", *TINY_TABLE],
+        ["plot", "stragglers", *TINY_TABLE, "--out", out / "p"],
+        ["plot", "curves", "--out", out / "c"],
+    ]
 
 
 def invoke(*args):

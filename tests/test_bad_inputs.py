@@ -261,6 +261,23 @@ def test_bad_sweep_file(content, needle, tmp_path):
 
 
 SWEEP_CASES = {
+    "grid without =": (["--grid", "rho"], "--grid expects KEY=V1,V2"),
+    "grid without values": (["--grid", "rho="], "--grid expects KEY=V1,V2"),
+    "grid: unknown field": (["--grid", "nosuch=1,2"], "unknown field 'nosuch' in --grid"),
+    "grid: fedavg has no mu": (["--grid", "mu=1,2"], "unknown field 'mu' in --grid"),
+    "unknown method": (["--methods", "fedavg,nosuch"], "unknown method 'nosuch'"),
+    "seed not a number": (["--seeds", "0,a"], "--seeds expects a comma-separated list of numbers"),
+    "unknown table": (["--table", "nosuch"], "unknown table 'nosuch'; choose one of: runtime, tau"),
+    "table and grid": (["--table", "tau", "--grid", "rho=0.1"], "--table chooses the runs itself"),
+    "table: no such dataset": (
+        ["--table", "tau", "--dataset", "mnist"],
+        "table tau has no dataset 'mnist'",
+    ),
+    "table: no such method": (
+        ["--table", "tau", "--methods", "fedavg,pfl"],
+        "table tau has no runs of pfl",
+    ),
+    "no sweep file": (["--file", "/no/such.toml"], "sweep file /no/such.toml not found"),
     "grid and set": (["--grid", "K=1,2", "--set", "K=3"], "clients_per_round is given twice"),
     "seeds and set seed": (["--seeds", "0,1", "--set", "seed=2"], "seed is given twice"),
     "methods and set method": (
@@ -325,6 +342,18 @@ READ_CASES = {
     "check: threads 0": (["check", "--threads", "0"], "Invalid value for '--threads'"),
     "check: nan tolerance": (["check", "--acc-tol", "nan"], "'nan' is not a finite number"),
     "check: negative tolerance": (["check", "--rounds-tol", "-1"], "Invalid value for '--rounds"),
+    "table: unknown table": (["table", "nosuch"], "unknown table 'nosuch'; choose one of: runtime"),
+    "table: a figure": (
+        ["table", "participation"],
+        "participation is a figure only; use: fedbench",
+    ),
+    "plot: a table": (["plot", "data-stats"], "data-stats is a table only"),
+    "table: no such dataset": (["table", "tau", "--dataset", "mnist"], "table tau has no dataset"),
+    "table: seed not a number": (["table", "tau", "--seeds", "x"], "--seeds expects a comma"),
+    "table: no results folder": (
+        ["table", "tau", "--results", "/no/such/dir"],
+        "results directory /no/such/dir does not",
+    ),
     "no such command": (["nosuch"], "No such command 'nosuch'"),
     "no such top-level option": (["--bogus", "table"], "No such option '--bogus'"),
 }

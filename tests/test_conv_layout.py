@@ -11,15 +11,9 @@ from fedbench.models import BatchedResNet18
 from fedbench.models.layouts import CHOICES, GROUPED, LAYOUTS, choose_layout
 from fedbench.training.engine import Engine
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models at 1 thread: at 2, every parallel region of these small ops waits for a
-    descheduled thread on a busy machine (fedbench/training/threads.py)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# tiny models at 1 thread: at 2, every parallel region of these small ops waits for a
+# descheduled thread on a busy machine (fedbench/training/threads.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # The gap of a layout's round: max |w - w_grouped| / max |w_grouped - w_start|, the difference

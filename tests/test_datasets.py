@@ -53,6 +53,17 @@ def cifar10_dir(tmp_path):
     return tmp_path
 
 
+def on_cifar10(root) -> dict:
+    """The config fields of a tiny run on the fake CIFAR-10 in `root` (cifar10_dir)."""
+    return {"dataset": "cifar10", "partition": "iid", "num_clients": 4, "data_dir": str(root)}
+
+
+def augmented_cifar10(root, **kw):
+    """Logreg on the fake CIFAR-10, 2 devices a round, random crops and flips, resized to 8x8."""
+    fields = dict(model="logreg", clients_per_round=2, augment=True, resize=8, dtype="float32")
+    return validate_config(tiny_config(**on_cifar10(root), **fields, **kw))
+
+
 @pytest.fixture
 def cifar100_dir(tmp_path):
     d = tmp_path / "cifar-100-python"
@@ -65,7 +76,7 @@ def cifar100_dir(tmp_path):
 
 
 def test_cifar10_loads_torchvision_layout(cifar10_dir):
-    cfg = tiny_config(dataset="cifar10", partition="iid", num_clients=4, data_dir=str(cifar10_dir))
+    cfg = tiny_config(**on_cifar10(cifar10_dir))
     data = load_federated(validate_config(cfg), CPU)
     assert data.train_x.shape == (100, 3, 32, 32) and data.train_x.dtype == torch.uint8
     assert data.test_x.shape == (10, 3, 32, 32) and data.num_classes == 10
@@ -91,7 +102,7 @@ def test_cifar100_fine_and_coarse(cifar100_dir):
 
 
 def test_cifar_corrupt_and_wrong_shape_are_one_line(cifar10_dir):
-    cfg = tiny_config(dataset="cifar10", partition="iid", num_clients=4, data_dir=str(cifar10_dir))
+    cfg = tiny_config(**on_cifar10(cifar10_dir))
     bad = cifar10_dir / "cifar-10-batches-py" / "data_batch_3"
     bad.write_bytes(b"not a pickle")
     with pytest.raises(FedbenchError, match="data_batch_3") as e:
@@ -341,21 +352,7 @@ def test_pipeline_shapes_normalize_and_determinism():
 
 
 def test_engine_with_augmentation_is_deterministic(cifar10_dir):
-    cfg = validate_config(
-        tiny_config(
-            dataset="cifar10",
-            partition="iid",
-            model="logreg",
-            num_clients=4,
-            clients_per_round=2,
-            local_epochs=1,
-            batch_size=8,
-            augment=True,
-            resize=8,
-            dtype="float32",
-            data_dir=str(cifar10_dir),
-        )
-    )
+    cfg = augmented_cifar10(cifar10_dir, local_epochs=1, batch_size=8)
     runs = []
     for _ in range(2):
         eng = Engine(cfg)
@@ -389,19 +386,7 @@ def test_cinic_decoded_cache(cinic_dir, tmp_path, monkeypatch):
 
 
 def test_full_batch_grads_go_through_the_pipeline(cifar10_dir):
-    cfg = validate_config(
-        tiny_config(
-            dataset="cifar10",
-            partition="iid",
-            model="logreg",
-            num_clients=4,
-            clients_per_round=2,
-            augment=True,
-            resize=8,
-            dtype="float32",
-            data_dir=str(cifar10_dir),
-        )
-    )
+    cfg = augmented_cifar10(cifar10_dir)
     eng = Engine(cfg)
     loss, grad = eng.full_batch_grads(eng.w, torch.tensor([0, 3]))
     assert grad.shape == (2, eng.model.dim) and torch.isfinite(loss).all()

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import tiny_config, tiny_data
+from conftest import PARTIAL_WORK, tiny_config, tiny_data
 
 from fedbench.training.engine import Engine
 from fedbench.training.reference import reference_round
@@ -14,9 +14,7 @@ def test_batched_round_equals_per_client_loop(method, params, dtype, tol):
     cfg = tiny_config(
         method=method,
         method_params=params,
-        hetero="fedlga",
-        rho=0.7,
-        tau_max=2,
+        **PARTIAL_WORK,
         dtype=dtype,
         momentum=0.0,
     )
@@ -48,7 +46,7 @@ def test_logreg_round_equals_loop():
 
 
 def test_plan_orders_by_work_and_masks_padding():
-    cfg = tiny_config(hetero="fedlga", rho=0.7, tau_max=2, batch_size=4)
+    cfg = tiny_config(**PARTIAL_WORK, batch_size=4)
     eng = Engine(cfg, data=tiny_data(sizes=(7, 12, 5, 9)))
     plan = eng.plan_round(1)
     assert torch.all(plan.steps[:-1] >= plan.steps[1:])

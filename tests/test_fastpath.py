@@ -3,7 +3,7 @@ path, and the engine's step windows (model.sgd_steps) equal single steps."""
 
 import pytest
 import torch
-from conftest import tiny_config, tiny_data
+from conftest import PARTIAL_WORK, tiny_config, tiny_data
 
 from fedbench.data import FederatedData
 from fedbench.training import fastpath
@@ -45,9 +45,7 @@ def paired_engines(model: str, dtype: str, method: str, params: dict, extra: dic
         dataset="quadratic" if model == "quadratic" else "synthetic",
         method=method,
         method_params=params,
-        hetero="fedlga",
-        rho=0.7,
-        tau_max=2,
+        **PARTIAL_WORK,
         dtype=dtype,
         lr=0.05,
         **extra,
@@ -97,7 +95,7 @@ def test_fast_path_declines_what_it_does_not_reproduce(cfg_kw):
 @pytest.mark.parametrize("method", ["fedavg", "scaffold"])  # SCAFFOLD's drift: single steps
 @pytest.mark.parametrize("window", [2, 3, 5])
 def test_step_windows_equal_single_steps(window, method):
-    cfg = tiny_config(hetero="fedlga", rho=0.7, tau_max=2, weight_decay=0.01, method=method)
+    cfg = tiny_config(**PARTIAL_WORK, weight_decay=0.01, method=method)
     data = tiny_data(sizes=(7, 12, 5, 9))
     windowed, ref = Engine(cfg, data=data), Engine(cfg, data=data)
     windowed.model.step_window = window  # this instance only; sgd_steps is the model's own
@@ -189,7 +187,7 @@ def test_step_windows_through_an_augmenting_input_pipeline():
     pipe = ImagePipeline((0.5, 0.4, 0.3), (0.2, 0.3, 0.4), augment=True, padding=1)
     pipe.dtype = torch.float64
     data = FederatedData(x, y, x[:5], y[:5], idx, 3, {"description": "images"}, pipeline=pipe)
-    cfg = tiny_config(hetero="fedlga", rho=0.7, tau_max=2)
+    cfg = tiny_config(**PARTIAL_WORK)
     windowed, ref = Engine(cfg, data=data), Engine(cfg, data=data)
     windowed.model.step_window, ref.model.step_window = 3, 1
     for r in range(1, 3):

@@ -10,17 +10,12 @@ import torch
 from conftest import tiny_config
 
 from fedbench.data import FederatedData
+from fedbench.testing import token_data
 from fedbench.training.engine import Engine
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models at 1 thread: at 2, every parallel region of these small ops waits for a
-    descheduled thread on a busy machine (fedbench/training/threads.py)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# tiny models at 1 thread: at 2, every parallel region of these small ops waits for a
+# descheduled thread on a busy machine (fedbench/training/threads.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 CONVERSIONS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__", "__index__")
@@ -53,13 +48,7 @@ def _images(shape, classes=4):
 
 
 def _tokens():
-    g = torch.Generator().manual_seed(6)
-    sizes = (20, 23, 17)
-    n = sum(sizes)
-    x = torch.randint(0, 80, (n, 5), generator=g)
-    y = torch.randint(0, 80, (n,), generator=g)
-    idx = list(torch.arange(n).split(list(sizes)))
-    return FederatedData(x, y, x[:8], y[:8], idx, 80, {"vocab_size": 80})
+    return token_data((20, 23, 17), length=5, seed=6)
 
 
 # label -> (config overrides, data or None for the synthetic dataset); one per round path and

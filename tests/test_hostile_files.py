@@ -13,17 +13,22 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import TINY, TINY_SETS, invoke, one_line_error
+from conftest import (
+    TINY_TABLE,
+    invoke,
+    one_line_error,
+    reading_commands,
+    stragglers_runs,
+)
 
 import fedbench
 from fedbench import safe_read
 from fedbench.errors import FedbenchError
 from fedbench.safe_read import JSON_CAP, Refused, read_json
-from fedbench.testing import fake_rounds, write_fake_run
 
 pytestmark = pytest.mark.usefixtures("one_thread", "private_cache")
 
-TABLE = ["--dataset", "synthetic-1-1", "--preset", "default", "--seeds", "0", *TINY_SETS]
+TABLE = TINY_TABLE
 
 
 @pytest.fixture(autouse=True)
@@ -82,23 +87,11 @@ WHY = {
 }
 
 
-def _runs(res: Path) -> list[Path]:
-    from fedbench.sweep import table_configs
-    from fedbench.tables import Selection, get_table
-
-    sel = Selection("synthetic-1-1", (0,), "default", {"rounds": "2", **TINY}, str(res))
-    configs, _ = table_configs(get_table("stragglers"), sel)
-    return [write_fake_run(res, c, fake_rounds(2, loss0=2.0 + i)) for i, c in enumerate(configs)]
-
-
 def _check_readers(tmp_path: Path, res: Path, bad: Path, why: str) -> None:
     """Every reader: one line naming `bad` (exit 2), and with --on-error skip the others."""
     skip = ["--results", res, "--on-error", "skip"]
     commands = [
-        ["table", "summary"],
-        ["table", "stragglers", *TABLE],
-        ["plot", "stragglers", *TABLE, "--out", tmp_path / "p"],
-        ["plot", "curves", "--out", tmp_path / "c"],
+        *reading_commands(tmp_path),
         ["export", "--out", tmp_path / "x"],
         ["publish", "--table", "stragglers", *TABLE, "--store", tmp_path / "store"],
     ]
@@ -121,29 +114,22 @@ def _check_readers(tmp_path: Path, res: Path, bad: Path, why: str) -> None:
     assert len(runs) >= 8
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_hostile_run_json_is_passed_over_by_every_reader(tmp_path, kind):
+@pytest.mark.parametrize(
+    "name,kind",
+    [("run.json", k) for k in KINDS]
+    + [("rounds.parquet", k) for k in ("fifo", "dev-zero", "link", "folder", "oversized")],
+)
+def test_a_hostile_run_file_is_passed_over_by_every_reader(tmp_path, name, kind):
     res, outside = tmp_path / "r", tmp_path / "outside"
     outside.mkdir()
-    dirs = _runs(res)
-    bad = dirs[0] / "run.json"
-    _plant(bad, kind, outside)
-    _check_readers(tmp_path, res, bad, WHY[kind])
-
-
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "link", "folder", "oversized"])
-def test_a_hostile_rounds_parquet_is_passed_over_by_every_reader(tmp_path, kind):
-    res, outside = tmp_path / "r", tmp_path / "outside"
-    outside.mkdir()
-    dirs = _runs(res)
-    bad = dirs[0] / "rounds.parquet"
+    bad = stragglers_runs(res)[0] / name
     _plant(bad, kind, outside)
     _check_readers(tmp_path, res, bad, WHY[kind])
 
 
 def test_a_run_folder_that_is_a_link_is_reported_not_read(tmp_path):
     res = tmp_path / "r"
-    dirs = _runs(res)
+    dirs = stragglers_runs(res)
     elsewhere = tmp_path / "elsewhere"
     dirs[0].rename(elsewhere)
     dirs[0].symlink_to(elsewhere, target_is_directory=True)
@@ -167,7 +153,7 @@ def test_a_run_folder_that_is_a_link_is_reported_not_read(tmp_path):
 )
 def test_a_run_json_of_wrong_types_is_named_not_read(tmp_path, change, words):
     res = tmp_path / "r"
-    dirs = _runs(res)
+    dirs = stragglers_runs(res)
     path = dirs[0] / "run.json"
     meta = json.loads(path.read_text())
     change(meta)
@@ -182,7 +168,7 @@ def test_a_run_json_of_wrong_types_is_named_not_read(tmp_path, change, words):
 
 def test_a_finished_run_without_a_summary_is_noted(tmp_path):
     res = tmp_path / "r"
-    dirs = _runs(res)
+    dirs = stragglers_runs(res)
     path = dirs[0] / "run.json"
     meta = json.loads(path.read_text())
     del meta["summary"]

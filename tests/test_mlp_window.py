@@ -25,17 +25,21 @@ def active_at(n_steps, s0, s1):
     return [sum(n > s for n in n_steps) for s in range(s0, s1)]
 
 
-def run_per_step(model, w, xs, ys, bws, n_steps, lr, wd):
+def run_per_step(model, w, xs, ys, bws, n_steps, lr, wd, const=None):
+    """One sgd_step call a step on the rows still active; a constant term const [K, D] (the
+    LinearStep's) subtracted after each step."""
     w = w.clone()
     losses = torch.zeros(xs.shape[0], w.shape[0], dtype=w.dtype)
     for s, ka in enumerate(active_at(n_steps, 0, xs.shape[0])):
         losses[s, :ka] = model.sgd_step(w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], lr, wd)
+        if const is not None:
+            w[:ka].sub_(const[:ka], alpha=lr)
     return w, losses
 
 
-def run_windows(model, w, xs, ys, bws, n_steps, lr, wd, window):
+def run_windows(model, w, xs, ys, bws, n_steps, lr, wd, window, const=None):
     """The round cut into windows of `window` steps, each one sgd_steps call on the rows still
-    active at its first step (as the engine does)."""
+    active at its first step (as the engine does), with the constant term const [K, D] if any."""
     w = w.clone()
     losses = torch.zeros(xs.shape[0], w.shape[0], dtype=w.dtype)
     for s0 in range(0, xs.shape[0], window):
@@ -44,8 +48,9 @@ def run_windows(model, w, xs, ys, bws, n_steps, lr, wd, window):
         k = active[0]
         if not k:
             break
-        losses[s0:s1, :k] = model.sgd_steps(
-            w[:k], xs[s0:s1, :k], ys[s0:s1, :k], bws[s0:s1, :k], active, lr, wd
+        sl, c = slice(s0, s1), None if const is None else const[:k]
+        losses[sl, :k] = model.sgd_steps(
+            w[:k], xs[sl, :k], ys[sl, :k], bws[sl, :k], active, lr, wd, c
         )
     return w, losses
 

@@ -6,39 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import tiny_config, tiny_data
-from test_mlp_window import active_at, make_steps
+from conftest import PARTIAL_WORK, tiny_config, tiny_data
+from test_mlp_window import make_steps, run_per_step, run_windows
 
 from fedbench.models.base import BatchedModel
 from fedbench.models.mlp import BatchedMLP
 from fedbench.training.engine import Engine
-
-
-def run_per_step(model, w, xs, ys, bws, n_steps, lr, wd, const):
-    """Reference: the existing sgd_step (no constant), then w -= lr const, as the engine's
-    per-step path subtracts SCAFFOLD's drift."""
-    w = w.clone()
-    losses = torch.zeros(xs.shape[0], w.shape[0], dtype=w.dtype)
-    for s, ka in enumerate(active_at(n_steps, 0, xs.shape[0])):
-        losses[s, :ka] = model.sgd_step(w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], lr, wd)
-        w[:ka].sub_(const[:ka], alpha=lr)
-    return w, losses
-
-
-def run_windows(model, w, xs, ys, bws, n_steps, lr, wd, const, window):
-    w = w.clone()
-    losses = torch.zeros(xs.shape[0], w.shape[0], dtype=w.dtype)
-    for s0 in range(0, xs.shape[0], window):
-        s1 = min(s0 + window, xs.shape[0])
-        active = active_at(n_steps, s0, s1)
-        k = active[0]
-        if not k:
-            break
-        sl = slice(s0, s1)
-        losses[sl, :k] = model.sgd_steps(
-            w[:k], xs[sl, :k], ys[sl, :k], bws[sl, :k], active, lr, wd, const[:k]
-        )
-    return w, losses
 
 
 def start_and_const(model, k, dtype, scale=0.05):
@@ -60,8 +33,8 @@ def test_window_with_const_equals_per_step_float64(sizes, wd, window):
     w0, const = start_and_const(model, k, torch.float64)
     xs, ys, bws, n_steps = make_steps(sizes, k, steps)
     w_ref, l_ref = run_per_step(model, w0, xs, ys, bws, n_steps, lr, wd, const)
-    w_win, l_win = run_windows(model, w0, xs, ys, bws, n_steps, lr, wd, const, window)
-    w_noc, _ = run_windows(model, w0, xs, ys, bws, n_steps, lr, wd, 0 * const, window)
+    w_win, l_win = run_windows(model, w0, xs, ys, bws, n_steps, lr, wd, window, const)
+    w_noc, _ = run_windows(model, w0, xs, ys, bws, n_steps, lr, wd, window, 0 * const)
     assert (w_ref - w_noc).abs().max() > 1e-2  # the constant moved the weights
     torch.testing.assert_close(w_win, w_ref, rtol=0, atol=1e-12)
     torch.testing.assert_close(l_win, l_ref, rtol=0, atol=1e-12)
@@ -134,9 +107,7 @@ def test_engine_windows_equal_per_step_path(method, params, window, monkeypatch)
     cfg = tiny_config(
         method=method,
         method_params=params,
-        hetero="fedlga",
-        rho=0.7,
-        tau_max=2,
+        **PARTIAL_WORK,
         weight_decay=0.01,
         hidden=7,
     )
@@ -180,7 +151,7 @@ def test_window_with_const_float32_round():
     const = (-mu * w0[0]).expand(k, -1).contiguous()
     xs, ys, bws, n_steps = make_steps(sizes, k, steps, dtype=torch.float32)
     w_ref, l_ref = run_per_step(model, w0, xs, ys, bws, n_steps, lr, mu, const)
-    w_win, l_win = run_windows(model, w0, xs, ys, bws, n_steps, lr, mu, const, model.step_window)
+    w_win, l_win = run_windows(model, w0, xs, ys, bws, n_steps, lr, mu, model.step_window, const)
     assert (w_ref - w0).abs().max() > 1e-3
     assert (w_win - w_ref).abs().max() <= 1e-3
     assert (l_win - l_ref).abs().max() <= 5e-3

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import tiny_config
-from test_datasets import _leaf_file, _tweet, cifar10_dir  # noqa: F401 (fixture)
+from test_datasets import _leaf_file, _tweet, cifar10_dir, on_cifar10  # noqa: F401 (fixture)
 from torch import nn
 
 from fedbench.assembly import validate_config
@@ -20,6 +20,7 @@ from fedbench.models import (
     build_model,
 )
 from fedbench.models.lstm import char_lstm, sent_lstm
+from fedbench.testing import token_data
 from fedbench.training.engine import Engine
 from fedbench.training.reference import client_batches, reference_local, reference_round
 
@@ -225,13 +226,7 @@ def test_sfl_chains_buffers():
 
 def test_charlstm_round_on_token_data():
     """Token ids (int64) and the vocabulary from the data's info reach the LSTM."""
-    g = torch.Generator().manual_seed(4)
-    sizes = (4, 6, 5)
-    n = sum(sizes)
-    x = torch.randint(0, 80, (n, 6), generator=g)
-    y = torch.randint(0, 80, (n,), generator=g)
-    idx = list(torch.arange(n).split(list(sizes)))
-    data = FederatedData(x, y, x[:5], y[:5], idx, 80, {"vocab_size": 80})
+    data = token_data((4, 6, 5), length=6, seed=4, n_test=5)
     cfg = tiny_config(model="charlstm", num_clients=3, clients_per_round=2, local_epochs=1)
     eng = Engine(cfg, data=data)
     w_ref, b_ref = reference_round(eng, 1)
@@ -254,13 +249,7 @@ def test_fedprox_adaptive_evaluates_new_model_with_new_buffers():
 def test_cifar_pipeline_resnet20_equals_loop(cifar10_dir):  # noqa: F811 (fixture)
     """uint8 CIFAR through the input pipeline (normalize, resize) into ResNet-20."""
     cfg = resnet_config(
-        dataset="cifar10",
-        partition="iid",
-        resize=8,
-        batch_size=10,
-        local_epochs=1,
-        dtype="float64",
-        data_dir=str(cifar10_dir),
+        **on_cifar10(cifar10_dir), resize=8, batch_size=10, local_epochs=1, dtype="float64"
     )
     eng = Engine(validate_config(cfg))
     assert eng.data.train_x.dtype == torch.uint8 and eng.model.image_shape == (3, 8, 8)

@@ -15,13 +15,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY, TINY_SETS, invoke, one_line_error, tiny
+from conftest import (
+    TINY,
+    TINY_TABLE,
+    invoke,
+    one_line_error,
+    reading_commands,
+    stragglers_runs,
+    tiny,
+)
 
 from fedbench.assembly import build_config
 from fedbench.identity import config_hash, run_id
 from fedbench.results import RunIndex
 from fedbench.sweep import Plan, SweepReport, plan_sweep, recheck_busy, run_sweep, summary_line
-from fedbench.testing import fake_rounds, write_fake_run
+from fedbench.testing import write_fake_run
 from fedbench.training.runner import _recover, diverged, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,27 +151,16 @@ DAMAGE = [
 ]
 
 
-TABLE = ["--dataset", "synthetic-1-1", "--preset", "default", "--seeds", "0", *TINY_SETS]
+TABLE = TINY_TABLE
 
 
 @pytest.mark.parametrize("kind", DAMAGE)
 def test_on_error_skip_works_in_every_command_for_every_damage(tmp_path, kind):
-    from fedbench.sweep import table_configs
-    from fedbench.tables import Selection, get_table
-
     res = tmp_path / "r"
-    sel = Selection("synthetic-1-1", (0,), "default", {"rounds": "2", **TINY}, str(res))
-    configs, _ = table_configs(get_table("stragglers"), sel)
-    dirs = [write_fake_run(res, c, fake_rounds(2, loss0=2.0 + i)) for i, c in enumerate(configs)]
+    dirs = stragglers_runs(res)
     _damage(dirs[0], kind)
     skip = ["--results", res, "--on-error", "skip"]
-    commands = [
-        ["table", "summary"],
-        ["table", "stragglers", *TABLE],
-        ["plot", "stragglers", *TABLE, "--out", tmp_path / "p"],
-        ["plot", "curves", "--out", tmp_path / "c"],
-    ]
-    for cmd in commands:
+    for cmd in reading_commands(tmp_path):
         r = invoke(*cmd, *skip)
         assert r.exit_code == 0, (cmd, r.output)
         assert "skipped" in r.output, (cmd, r.output)

@@ -322,24 +322,6 @@ def test_table_command_writes_files_with_a_header(demo_results, tmp_path):
     assert "fedbench sweep --table stragglers --dataset synthetic-1-1" in r.output
 
 
-@pytest.mark.parametrize(
-    "args,needle",
-    [
-        (["table", "nosuch"], "unknown table 'nosuch'; choose one of: runtime, tau,"),
-        (["table", "participation"], "participation is a figure only; use: fedbench plot"),
-        (["plot", "data-stats"], "data-stats is a table only"),
-        (["table", "tau", "--dataset", "mnist"], "table tau has no dataset 'mnist'"),
-        (["table", "tau", "--seeds", "x"], "--seeds expects a comma-separated list of numbers"),
-        (["table", "tau", "--results", "/no/such/dir"], "results directory /no/such/dir does not"),
-    ],
-)
-def test_table_errors_are_one_line(args, needle):
-    r = invoke(*args)
-    assert r.exit_code == 2, r.output
-    lines = r.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], r.output
-
-
 def test_corrupt_files_fail_or_skip_cleanly(tmp_path):
     res = tmp_path / "results"
     spec, sel = _stragglers_results(res)

@@ -16,23 +16,16 @@ Load it with `--plugin examples/fedavg_l1/fedavg_l1.py` on any fedbench command.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods import Method, register
 from fedbench.methods.base import LinearStep
+from fedbench.methods.params import param
 
 
 @dataclass(frozen=True)
 class FedAvgL1Params:
-    lam: float = field(
-        default=0.01,
-        metadata={"help": "weight of the L1 proximal term lam ||w - w^t||_1 (0: FedAvg)"},
-    )
-
-    def __post_init__(self):
-        if self.lam < 0:
-            raise FedbenchError(f"fedavg_l1: lam must be >= 0, got {self.lam}")
+    lam: float = param(0.01, "weight of the L1 proximal term lam ||w - w^t||_1 (0: FedAvg)", ">= 0")
 
 
 @register

@@ -12,26 +12,14 @@ from fedbench.errors import FedbenchError
 
 # --acc-tol, --rounds-tol, --speed-factor, --no-timing.
 tolerance_options = opt.together(
-    click.option(
-        "--acc-tol",
-        type=opt.FINITE_NON_NEGATIVE,
-        default=0.02,
-        show_default=True,
-        help="Allowed absolute change of best/final test accuracy.",
+    opt.amount("--acc-tol", 0.02, "Allowed absolute change of best/final test accuracy."),
+    opt.amount(
+        "--rounds-tol", 0.10, "Allowed relative increase of rounds to target (at least one round)."
     ),
-    click.option(
-        "--rounds-tol",
-        type=opt.FINITE_NON_NEGATIVE,
-        default=0.10,
-        show_default=True,
-        help="Allowed relative increase of rounds to target (at least one round).",
-    ),
-    click.option(
+    opt.amount(
         "--speed-factor",
-        type=opt.FINITE_NON_NEGATIVE,
-        default=3.0,
-        show_default=True,
-        help="Allowed slow-down of the median s/round relative to a workload timed in the same "
+        3.0,
+        "Allowed slow-down of the median s/round relative to a workload timed in the same "
         "process (compared on the reference's device only: same CPU model, instruction set "
         "and threads, or GPU).",
     ),

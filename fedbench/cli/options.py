@@ -72,6 +72,13 @@ THREAD_COUNT = click.IntRange(min=1)
 FINITE_NON_NEGATIVE = NonNegative()
 
 
+def amount(name: str, default: float, help: str):
+    """An option taking a finite number >= 0, its default shown (a tolerance, a resource)."""
+    return click.option(
+        name, type=FINITE_NON_NEGATIVE, default=default, show_default=True, help=help
+    )
+
+
 def _shared(*decls, **attrs):
     def factory(**changes):
         return click.option(*decls, **{**attrs, **changes})
@@ -193,6 +200,21 @@ def together(*options):
         return f
 
     return apply
+
+
+def reading_runs(listing: str):
+    """What a command that reads a paper table's runs (table, plot) takes: --strict,
+    --calibrated, --add-method, and --method/--where for its `listing` of single runs."""
+    return together(
+        strict(),
+        calibrated(),
+        add_method(),
+        method_filter(help=f"For `{listing}`: only runs of this method."),
+        where(
+            help=f"For `{listing}`: only runs whose FIELD (config field, alias, method "
+            "parameter or status) has one of the VALUEs; repeatable."
+        ),
+    )
 
 
 # what a long command prints while it runs (train, sweep)

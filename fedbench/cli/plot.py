@@ -34,12 +34,7 @@ from fedbench.cli.table import figure_names, list_specs
     help="For `curves`: test_acc, test_loss, train_loss or local_loss.",
 )
 @opt.on_error(help="A run with a corrupt file: stop with its name, or leave it out.")
-@opt.strict()
-@opt.calibrated()
-@opt.add_method()
-@opt.method_filter(help="For `curves`: only runs of this method.")
-@opt.where(help="For `curves`: only runs whose FIELD (config field, alias, method parameter "
-           "or status) has one of the VALUEs; repeatable.")  # fmt: skip
+@opt.reading_runs("curves")
 def plot(name, **o):
     """Figures like the papers' (PNG and PDF): learning curves with min–max bands over seeds,
     best-accuracy bars, rounds to target against a parameter, SFL's quadratic panels,

@@ -72,20 +72,8 @@ executor_options = opt.together(
         help="Ray cluster to use: HOST:PORT, or auto (the one `ray start` made on this machine); "
         "default: a private local Ray for this sweep.",
     ),
-    click.option(
-        "--gpus-per-run",
-        type=opt.FINITE_NON_NEGATIVE,
-        default=0,
-        show_default=True,
-        help="Ray num_gpus.",
-    ),
-    click.option(
-        "--cpus-per-run",
-        type=opt.FINITE_NON_NEGATIVE,
-        default=1,
-        show_default=True,
-        help="Ray num_cpus.",
-    ),
+    opt.amount("--gpus-per-run", 0, "Ray num_gpus."),
+    opt.amount("--cpus-per-run", 1, "Ray num_cpus."),
     opt.stack(),
 )
 

@@ -90,12 +90,7 @@ def list_specs(figures: bool) -> None:
     type=click.Choice(["minmax", "ci95"]),
     help="Spread over seeds: min–max or 95% CI (default: the table's, as its paper).",
 )
-@opt.strict()
-@opt.calibrated()
-@opt.add_method()
-@opt.method_filter(help="For `summary`: only runs of this method.")
-@opt.where(help="For `summary`: only runs whose FIELD (config field, alias, method parameter "
-           "or status) has one of the VALUEs; repeatable.")  # fmt: skip
+@opt.reading_runs("summary")
 def table(name, **o):
     """A paper table from results: ours, the paper's and the difference per cell.
 

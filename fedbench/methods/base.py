@@ -42,8 +42,12 @@ evaluation). A method says, in the order the engine calls it:
 What a method may ask of the engine (full-batch gradients, the global training loss, ...) is
 ``ctx.services`` (EngineServices, below), never the engine itself.
 
-Parameters live in a frozen dataclass ``Params`` whose ``__post_init__`` rejects bad values with a
-one-line FedbenchError; every field has a default and metadata {"help": ...}.
+Parameters live in a frozen dataclass ``Params``; every field has a default and metadata
+{"help": ...}: ``param(default, help, must_be=...)`` (fedbench.methods.params) declares one with
+the range it must lie in ("> 0", "in [0, 1]", ...), which the registry checks whenever it builds
+the Params (method_params), with a one-line FedbenchError. Other checks (a choice among names)
+go in ``__post_init__``, raising the same. A method without parameters leaves ``Params`` out
+(``NoParams``).
 
 ``version`` is the method's behaviour version, part of every run's identity (fedbench.identity).
 The rule: a new parameter gets the default that keeps the old behaviour (stored runs keep their
@@ -58,6 +62,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
+from fedbench.methods.params import NoParams
 from fedbench.methods.server_opt import ServerOpt, server_optimizer
 
 if TYPE_CHECKING:
@@ -246,7 +251,7 @@ def step_paths(step: LinearStep | None) -> tuple[str, ...]:
 class Method:
     name: ClassVar[str] = ""
     version: ClassVar[int] = 1  # bump when a default or the behaviour changes (module docstring)
-    Params: ClassVar[type] = None  # type: ignore[assignment]
+    Params: ClassVar[type] = NoParams  # a frozen dataclass (module docstring)
     # SFL: devices train one after another, each from the previous one's model
     sequential: ClassVar[bool] = False
     # FedProx paper's FedAvg drops stragglers under straggler_policy=drop-fedavg

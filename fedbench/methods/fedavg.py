@@ -8,20 +8,12 @@ aggregates whatever work each device did (FedLGA's reading, spec §7.4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fedbench.methods.base import Method
 from fedbench.methods.registry import register
 
 
-@dataclass(frozen=True)
-class FedAvgParams:
-    pass
-
-
 @register(order=0)
 class FedAvg(Method):
-    name = "fedavg"
-    Params = FedAvgParams
+    name = "fedavg"  # no parameters (Params: NoParams)
     drops_stragglers = True
     reduces_to_fedavg = {}

@@ -15,28 +15,19 @@ FedLGA's Table IV calls alpha "beta" (grid {0.01, 0.1, 0.5}).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import LinearStep, Method, State, weighted_mean
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class FedCMParams:
-    alpha: float = field(
-        default=0.1,
-        metadata={"help": "weight of the local gradient in [0, 1]; FedLGA's beta {0.01,0.1,0.5}"},
+    alpha: float = param(
+        0.1, "weight of the local gradient in [0, 1]; FedLGA's beta {0.01,0.1,0.5}", "in [0, 1]"
     )
-    eta_g: float = field(
-        default=1.0, metadata={"help": "server learning rate (= server_lr); FedCM uses 1"}
-    )
-
-    def __post_init__(self):
-        if not 0 <= self.alpha <= 1:
-            raise FedbenchError(f"fedcm: alpha must be in [0, 1], got {self.alpha}")
-        if not self.eta_g > 0:
-            raise FedbenchError(f"fedcm: eta_g must be > 0, got {self.eta_g}")
+    eta_g: float = param(1.0, "server learning rate (= server_lr); FedCM uses 1", "> 0")
 
 
 @register(order=60)

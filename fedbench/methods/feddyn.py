@@ -22,26 +22,21 @@ data gradient, before the FedDyn terms are added; the code clips the gradient of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method, State
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class FedDynParams:
-    alpha: float = field(
-        default=0.01,
-        metadata={"help": "dynamic regulariser weight (> 0); FedLGA grid {0.1,0.01,0.001}"},
+    alpha: float = param(
+        0.01,
+        "dynamic regulariser weight (> 0); FedLGA grid {0.1,0.01,0.001}",
+        "> 0",
+        why="the server step is theta = avg - h/alpha",
     )
-
-    def __post_init__(self):
-        if not self.alpha > 0:
-            raise FedbenchError(
-                f"feddyn: alpha must be > 0 (the server step is theta = avg - h/alpha), "
-                f"got {self.alpha}"
-            )
 
 
 @register(order=50)

@@ -61,6 +61,7 @@ from typing import ClassVar
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.base import EXTRA_GRAD_FIELDS, Method, RecordField, weighted_mean
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 READINGS = ("text", "eq6", "path")
@@ -78,12 +79,8 @@ class FedLGAParams:
             "(not in the paper, alias A)"
         },
     )
-    lam: float = field(
-        default=1.0, metadata={"help": "scale of the correction G v (1 = the paper)"}
-    )
-    eta_g: float = field(
-        default=1.0, metadata={"help": "server learning rate of Eq. 7 (1 in the experiments)"}
-    )
+    lam: float = param(1.0, "scale of the correction G v (1 = the paper)", ">= 0")
+    eta_g: float = param(1.0, "server learning rate of Eq. 7 (1 in the experiments)", "> 0")
 
     def __post_init__(self):
         # aliases become the canonical name, so g=B and g=text are one run (one config hash)
@@ -93,10 +90,6 @@ class FedLGAParams:
                 f"fedlga: g must be one of {', '.join(READINGS)} (or A = path, B = text), "
                 f"got {self.g!r}"
             )
-        if self.lam < 0:
-            raise FedbenchError(f"fedlga: lam must be >= 0, got {self.lam}")
-        if not self.eta_g > 0:
-            raise FedbenchError(f"fedlga: eta_g must be > 0, got {self.eta_g}")
 
 
 @register(order=20)

@@ -24,11 +24,12 @@ S_i this is FedAvg. Records tau_eff and a_mean (the mean a_i) per round.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.base import LinearStep, Method, RecordField, State, weighted_mean
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 TAU_EFF = ("paper", "code")
@@ -36,23 +37,13 @@ TAU_EFF = ("paper", "code")
 
 @dataclass(frozen=True)
 class FedNovaParams:
-    mu: float = field(
-        default=0.0,
-        metadata={"help": "proximal weight of the local solver; FedLGA grid {0.001,0.005,0.01}"},
+    mu: float = param(
+        0.0, "proximal weight of the local solver; FedLGA grid {0.001,0.005,0.01}", ">= 0"
     )
-    gmf: float = field(
-        default=0.0, metadata={"help": "server momentum factor in [0, 1); JYWa/FedNova default 0"}
-    )
-    tau_eff: str = field(
-        default="paper",
-        metadata={"help": "paper: tau_eff = sum p_i a_i; code: sum p_i S_i when mu != 0"},
-    )
+    gmf: float = param(0.0, "server momentum factor in [0, 1); JYWa/FedNova default 0", "in [0, 1)")
+    tau_eff: str = param("paper", "paper: tau_eff = sum p_i a_i; code: sum p_i S_i when mu != 0")
 
     def __post_init__(self):
-        if self.mu < 0:
-            raise FedbenchError(f"fednova: mu must be >= 0, got {self.mu}")
-        if not 0 <= self.gmf < 1:
-            raise FedbenchError(f"fednova: gmf must be in [0, 1), got {self.gmf}")
         if self.tau_eff not in TAU_EFF:
             raise FedbenchError(
                 f"fednova: tau_eff must be one of: {', '.join(TAU_EFF)}; got {self.tau_eff!r}"

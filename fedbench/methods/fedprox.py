@@ -17,40 +17,31 @@ Extras (off by default):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import LinearStep, Method, RecordField, State
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class FedProxParams:
-    mu: float = field(
-        default=1.0,
-        metadata={
-            "help": "proximal weight (the start value when adaptive); FedProx grid "
-            "{0.001,0.01,0.1,1}, FedLGA {0.1,0.5,1}"
-        },
+    mu: float = param(
+        1.0,
+        "proximal weight (the start value when adaptive); FedProx grid {0.001,0.01,0.1,1}, "
+        "FedLGA {0.1,0.5,1}",
+        ">= 0",
     )
-    adaptive: bool = field(
-        default=False,
-        metadata={
-            "help": "adapt mu (App. C.3.3): +0.1 when the global training loss rises, -0.1 after "
-            "5 consecutive decreases; start mu=1 (IID) or 0 (non-IID)"
-        },
+    adaptive: bool = param(
+        False,
+        "adapt mu (App. C.3.3): +0.1 when the global training loss rises, -0.1 after 5 "
+        "consecutive decreases; start mu=1 (IID) or 0 (non-IID)",
     )
-    dissimilarity: bool = field(
-        default=False,
-        metadata={
-            "help": "record (1/N) sum_k |g - g_k|^2 of the N devices' full-batch gradients "
-            "at w^t every round (costs a full pass over all data)"
-        },
+    dissimilarity: bool = param(
+        False,
+        "record (1/N) sum_k |g - g_k|^2 of the N devices' full-batch gradients at w^t every "
+        "round (costs a full pass over all data)",
     )
-
-    def __post_init__(self):
-        if self.mu < 0:
-            raise FedbenchError(f"fedprox: mu must be >= 0, got {self.mu}")
 
 
 @dataclass

@@ -17,23 +17,16 @@ with other methods by gradient evaluations, or give it E/2 local epochs (spec §
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class FedSAMParams:
-    r: float = field(
-        default=0.1,
-        metadata={"help": "perturbation radius rho of SAM; FedLGA grid {0.1,0.5,0.9}"},
-    )
-
-    def __post_init__(self):
-        if self.r < 0:
-            raise FedbenchError(f"fedsam: r must be >= 0, got {self.r}")
+    r: float = param(0.1, "perturbation radius rho of SAM; FedLGA grid {0.1,0.5,0.9}", ">= 0")
 
 
 @register(order=80)

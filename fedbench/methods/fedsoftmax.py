@@ -26,11 +26,12 @@ participation heat map, 002 Fig. 7).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.base import Method, RecordField, State, weighted_mean
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 LOSSES = ("last_epoch", "start")
@@ -38,20 +39,15 @@ FSTARS = ("zero", "min_seen")
 
 
 def _loss_field():
-    return field(
-        default="last_epoch",
-        metadata={
-            "help": "l_i: last_epoch = last local epoch's training loss (the code); "
-            "start = F_i(w_t), full local loss at the round's start (the paper)"
-        },
+    return param(
+        "last_epoch",
+        "l_i: last_epoch = last local epoch's training loss (the code); start = F_i(w_t), full "
+        "local loss at the round's start (the paper)",
     )
 
 
 def _fstar_field():
-    return field(
-        default="zero",
-        metadata={"help": "l_i*: zero (the code) or min_seen (running minimum per device)"},
-    )
+    return param("zero", "l_i*: zero (the code) or min_seen (running minimum per device)")
 
 
 def _check_common(name: str, loss: str, fstar: str) -> None:
@@ -63,26 +59,20 @@ def _check_common(name: str, loss: str, fstar: str) -> None:
 
 @dataclass(frozen=True)
 class FedSoftMaxParams:
-    T: float = field(
-        default=5.0,
-        metadata={
-            "help": "inverse temperature multiplying the loss (the code's T; paper range 5-30, "
-            "the code's main experiment 5)"
-        },
+    T: float = param(
+        5.0,
+        "inverse temperature multiplying the loss (the code's T; paper range 5-30, the code's "
+        "main experiment 5)",
+        "> 0",
     )
-    temperature: str = field(
-        default="inverse",
-        metadata={"help": "inverse: exp(T (l - l*)) (the code); paper: exp((l - l*) / T)"},
+    temperature: str = param(
+        "inverse", "inverse: exp(T (l - l*)) (the code); paper: exp((l - l*) / T)"
     )
-    use_p: bool = field(
-        default=False, metadata={"help": "multiply by p_i (the paper; the code leaves it out)"}
-    )
+    use_p: bool = param(False, "multiply by p_i (the paper; the code leaves it out)")
     loss: str = _loss_field()
     fstar: str = _fstar_field()
 
     def __post_init__(self):
-        if not self.T > 0:
-            raise FedbenchError(f"fedsoftmax: T must be > 0, got {self.T}")
         if self.temperature not in ("inverse", "paper"):
             raise FedbenchError(
                 f"fedsoftmax: temperature must be inverse or paper, got {self.temperature!r}"
@@ -92,15 +82,11 @@ class FedSoftMaxParams:
 
 @dataclass(frozen=True)
 class FedMaxParams:
-    k: int = field(
-        default=1, metadata={"help": "number of worst-off devices averaged (1 = FedMax)"}
-    )
+    k: int = param(1, "number of worst-off devices averaged (1 = FedMax)", "an integer >= 1")
     loss: str = _loss_field()
     fstar: str = _fstar_field()
 
     def __post_init__(self):
-        if self.k < 1:
-            raise FedbenchError(f"fedmax: k must be an integer >= 1, got {self.k}")
         _check_common("fedmax", self.loss, self.fstar)
 
 

@@ -16,32 +16,18 @@ Local heavy-ball momentum (cfg.momentum) is applied on top by the engine; Mime m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import EXTRA_GRAD_FIELDS, LinearStep, Method, State, weighted_mean
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class MimeLiteParams:
-    beta: float = field(
-        default=0.1,
-        metadata={"help": "server momentum in [0, 1]; FedLGA grid {0.01,0.1,0.5}"},
-    )
-    eta_s: float = field(
-        default=1.0, metadata={"help": "server learning rate (= server_lr); Mime uses 1"}
-    )
-    damped: bool = field(
-        default=True,
-        metadata={"help": "true: (1-beta) g + beta m (Mime paper); false: g + beta m (fedjax)"},
-    )
-
-    def __post_init__(self):
-        if not 0 <= self.beta <= 1:
-            raise FedbenchError(f"mimelite: beta must be in [0, 1], got {self.beta}")
-        if not self.eta_s > 0:
-            raise FedbenchError(f"mimelite: eta_s must be > 0, got {self.eta_s}")
+    beta: float = param(0.1, "server momentum in [0, 1]; FedLGA grid {0.01,0.1,0.5}", "in [0, 1]")
+    eta_s: float = param(1.0, "server learning rate (= server_lr); Mime uses 1", "> 0")
+    damped: bool = param(True, "true: (1-beta) g + beta m (Mime paper); false: g + beta m (fedjax)")
 
 
 @register(order=70)

@@ -21,6 +21,7 @@ from fedbench.config import ALIASES, FIELD_TYPES
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.base import Method, RecordField, Setup, step_paths
+from fedbench.methods.params import check_ranges
 from fedbench.methods.server_opt import STATE_NAMES
 
 # name -> class, in listing order (Method.listing_order, then name)
@@ -112,7 +113,8 @@ def check_param_value(key: str, value: Any) -> None:
 
 
 def method_params(name: str, values: dict[str, Any]) -> Any:
-    """Build (and so validate) a method's Params from a dict of names from the papers."""
+    """Build (and so validate: types, declared ranges, __post_init__) a method's Params from a
+    dict of names from the papers."""
     cls = method_class(name)
     known = {f.name: f for f in dataclasses.fields(cls.Params)}
     unknown = sorted(set(values) - set(known))
@@ -137,7 +139,9 @@ def method_params(name: str, values: dict[str, Any]) -> Any:
                     f"{name}: parameter {k} expects {type(default).__name__}, got {v!r}"
                 )
         coerced[k] = v
-    return cls.Params(**coerced)
+    params = cls.Params(**coerced)
+    check_ranges(params, name)
+    return params
 
 
 # what the stepwise path costs (local_step at every step): FedAvg's rounds forced stepwise over

@@ -16,22 +16,16 @@ reweighted by n_i / n_bar and K_i is the real step count, not E ceil(n_bar / B).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import LinearStep, Method, State, weighted_mean
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
 
 @dataclass(frozen=True)
 class ScaffoldParams:
-    eta_g: float = field(
-        default=1.0, metadata={"help": "server learning rate (= server_lr); SCAFFOLD uses 1"}
-    )
-
-    def __post_init__(self):
-        if not self.eta_g > 0:
-            raise FedbenchError(f"scaffold: eta_g must be > 0, got {self.eta_g}")
+    eta_g: float = param(1.0, "server learning rate (= server_lr); SCAFFOLD uses 1", "> 0")
 
 
 @register(order=40)

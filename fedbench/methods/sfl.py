@@ -18,16 +18,11 @@ weight decay 1e-4, no momentum, and n_i-weighted p_i (aggregation=samples).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fedbench.errors import FedbenchError
 from fedbench.methods.base import Method, RecordField
+from fedbench.methods.params import param
 from fedbench.methods.registry import register
-
-
-@dataclass(frozen=True)
-class SFLParams:
-    pass
 
 
 @register(order=110)
@@ -36,7 +31,6 @@ class SFL(Method):
 
     name = "sfl"
     record_fields = (RecordField("order", "list<int64>", "", "the device ids in training order"),)
-    Params = SFLParams
     sequential = True
 
     def combine(self, ctx, res):
@@ -46,13 +40,7 @@ class SFL(Method):
 
 @dataclass(frozen=True)
 class PFLParams:
-    eta_g: float = field(
-        default=1.0, metadata={"help": "global learning rate (= server_lr; 1 in the paper)"}
-    )
-
-    def __post_init__(self):
-        if not self.eta_g > 0:
-            raise FedbenchError(f"pfl: eta_g must be > 0, got {self.eta_g}")
+    eta_g: float = param(1.0, "global learning rate (= server_lr; 1 in the paper)", "> 0")
 
 
 @register(order=120)

@@ -34,32 +34,15 @@ STRAGGLER_LEVELS = (0.0, 0.5, 0.9)
 
 # ---- FedProx (MLSys 2020) §5, App. C.2, spec §3: K=10, B=10, E=20, no lr decay, best mu per
 # dataset, 50% stragglers (Fig. 1 also runs 0% and 90%: --set s=0 / s=0.9); FedAvg drops them
+_STRAGGLERS = dict(hetero="stragglers", stragglers=0.5, straggler_policy="drop-fedavg")
 register_preset(
     "fedprox-synthetic",
     "FedProx (MLSys 2020) §5.1-5.2, Fig. 1, App. C: Synthetic(1,1), 50% stragglers, E=20",
     # the default run is this setting without stragglers, over 50 rounds
-    dict(
-        PRESETS["default"][1],
-        rounds=200,
-        hetero="stragglers",
-        stragglers=0.5,
-        straggler_policy="drop-fedavg",
-    ),
+    dict(PRESETS["default"][1], rounds=200, **_STRAGGLERS),
 )
-
-_FEDPROX = dict(
-    clients_per_round=10,
-    local_epochs=20,
-    batch_size=10,
-    hetero="stragglers",
-    stragglers=0.5,
-    straggler_policy="drop-fedavg",
-    method="fedprox",
-    partition="natural",
-    eval_train=True,
-)
-_SYN = dict(_FEDPROX, dataset="synthetic", model="logreg", init="zeros", num_clients=30, lr=0.01)
-_SYN.update(rounds=200, method_params={"mu": 1.0})
+# FedProx itself at mu = 1 on each Synthetic(alpha, beta) of Fig. 1
+_SYN = dict(PRESETS["fedprox-synthetic"][1], method="fedprox", method_params={"mu": 1.0})
 for _name, (_a, _b, _iid) in {
     "iid": (0.0, 0.0, True),
     "0-0": (0.0, 0.0, False),
@@ -73,64 +56,49 @@ for _name, (_a, _b, _iid) in {
         "E=20, B=10, lr 0.01, 200 rounds, mu=1, 50% stragglers",
         dict(_SYN, syn_alpha=_a, syn_beta=_b, syn_iid=_iid),
     )
+# the real data sets (Table 1): the protocol the synthetic runs share (the default's), each
+# with its own model, N, lr, rounds and mu
+_FEDPROX = dict(
+    _STRAGGLERS,
+    partition="natural",
+    clients_per_round=10,
+    local_epochs=20,
+    batch_size=10,
+    eval_train=True,
+    method="fedprox",
+)
+
+
+def _table1(dataset: str, model: str, devices: int, lr: float, rounds: int, mu: float, **more):
+    """A Table 1 setting: FedProx's protocol on `dataset` with its model, number of devices,
+    learning rate, rounds and mu (App. C), and any other fields it sets."""
+    values = dict(model=model, num_clients=devices, lr=lr, rounds=rounds, method_params={"mu": mu})
+    return dict(_FEDPROX, dataset=dataset, **values, **more)
+
+
 register_preset(
     "fedprox-mnist",
     "FedProx (MLSys 2020) §5, Table 1, App. C, spec §3.4: MNIST over 1000 devices (2 digits, "
     "power-law sizes, 70k standardized, 90/10), logreg, lr 0.03, 100 rounds, mu=1",
-    dict(
-        _FEDPROX,
-        dataset="fedprox-mnist",
-        classes_per_client=2,
-        model="logreg",
-        init="zeros",
-        num_clients=1000,
-        lr=0.03,
-        rounds=100,
-        method_params={"mu": 1.0},
-    ),
+    _table1("fedprox-mnist", "logreg", 1000, 0.03, 100, 1.0, init="zeros", classes_per_client=2),
 )
 register_preset(
     "fedprox-femnist",
     "FedProx (MLSys 2020) §5, Table 1, App. C: FEMNIST (LEAF, 200 devices), logreg, "
     "lr 0.003, 200 rounds, mu=1",
-    dict(
-        _FEDPROX,
-        dataset="femnist",
-        model="logreg",
-        init="zeros",
-        num_clients=200,
-        lr=0.003,
-        rounds=200,
-        method_params={"mu": 1.0},
-    ),
+    _table1("femnist", "logreg", 200, 0.003, 200, 1.0, init="zeros"),
 )
 register_preset(
     "fedprox-shakespeare",
     "FedProx (MLSys 2020) §5, Table 1, App. C: Shakespeare (LEAF, 143 devices), 2-layer "
     "char LSTM, lr 0.8, 40 rounds, mu=0.001",
-    dict(
-        _FEDPROX,
-        dataset="shakespeare",
-        model="charlstm",
-        num_clients=143,
-        lr=0.8,
-        rounds=40,
-        method_params={"mu": 0.001},
-    ),
+    _table1("shakespeare", "charlstm", 143, 0.8, 40, 0.001),
 )
 register_preset(
     "fedprox-sent140",
     "FedProx (MLSys 2020) §5, Table 1, App. C: Sent140 (LEAF, 772 devices), 2-layer LSTM "
     "(GloVe 300-d if glove= is given), lr 0.3, 800 rounds, mu=0.01",
-    dict(
-        _FEDPROX,
-        dataset="sent140",
-        model="sentlstm",
-        num_clients=772,
-        lr=0.3,
-        rounds=800,
-        method_params={"mu": 0.01},
-    ),
+    _table1("sent140", "sentlstm", 772, 0.3, 800, 0.01),
 )
 
 
@@ -237,27 +205,14 @@ DISSIMILARITY_CLAIMS = (
     claims=DISSIMILARITY_CLAIMS,
 )
 def _dissimilarity(ds: str) -> list[Cell]:
-    out = []
-    for label, mu in (("FedAvg (FedProx mu=0)", 0.0), ("FedProx mu=1", 1.0)):
-        for col, metric in (
-            ("final train loss", "final_train_loss"),
-            ("mean dissimilarity", "mean_dissimilarity"),
-        ):
-            out.append(
-                runs(
-                    ds,
-                    label,
-                    col,
-                    metric,
-                    f"fedprox-{ds}",
-                    None,
-                    method="fedprox",
-                    mu=mu,
-                    hetero="none",
-                    **DISSIMILARITY_OVERRIDES,
-                )
-            )
-    return out
+    cols = (("final train loss", "final_train_loss"), ("mean dissimilarity", "mean_dissimilarity"))
+    rows = (("FedAvg (FedProx mu=0)", 0.0), ("FedProx mu=1", 1.0))
+    without_stragglers = {"hetero": "none", **DISSIMILARITY_OVERRIDES}
+    return [
+        runs(ds, label, col, metric, f"fedprox-{ds}", method="fedprox", mu=mu, **without_stragglers)
+        for label, mu in rows
+        for col, metric in cols
+    ]
 
 
 def _adaptive_row(ds: str) -> str:

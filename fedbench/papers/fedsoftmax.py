@@ -73,6 +73,16 @@ def _softmax_frameworks(metric: str, paper_table: str, paper_metric: str):
     return build
 
 
+def _framework_table(name, source, title, metric, paper: tuple[str, str], curves, **options):
+    """Register a table of Tables 3-4's form: `metric` of FedAvg and FedSoftMax under each
+    framework (TNIID, NIID, IID) on MNIST and FMNIST, over SOFTMAX_SEEDS, against the paper's
+    (table, metric); its figure: the `curves` of each framework's runs."""
+    build = _softmax_frameworks(metric, *paper)
+    plot = PlotSpec("curves", metric, curves, panels="col")
+    datasets = ("mnist", "fmnist")
+    register(TableSpec(name, source, title, datasets, build, SOFTMAX_SEEDS, plot=plot, **options))
+
+
 R90_CLAIMS = (
     Claim(
         "FedSoftMax reaches 90% in fewer rounds than FedAvg on TNIID and NIID",
@@ -87,22 +97,19 @@ R90_CLAIMS = (
 )
 
 
-register(
-    TableSpec(
-        "r90",
-        "FedSoftMax Table 3",
-        "Rounds to 90% test accuracy (R90)",
-        ("mnist", "fmnist"),
-        _softmax_frameworks("r90", "Table3_R90", "R90_ci"),
-        seeds=SOFTMAX_SEEDS,
-        spread="ci95",
-        plot=PlotSpec("curves", "r90", ("test_acc",), panels="col"),
-        notes=(
-            "R90 counts round 0 (before training) as index 0; spread: the Student-t 95% "
-            "interval of the mean over seeds (the paper gives 95% intervals).",
-        ),
-        claims=R90_CLAIMS,
-    )
+_framework_table(
+    "r90",
+    "FedSoftMax Table 3",
+    "Rounds to 90% test accuracy (R90)",
+    "r90",
+    ("Table3_R90", "R90_ci"),
+    ("test_acc",),
+    spread="ci95",
+    notes=(
+        "R90 counts round 0 (before training) as index 0; spread: the Student-t 95% "
+        "interval of the mean over seeds (the paper gives 95% intervals).",
+    ),
+    claims=R90_CLAIMS,
 )
 
 
@@ -116,21 +123,18 @@ SMOOTHNESS_CLAIMS = (
 )
 
 
-register(
-    TableSpec(
-        "smoothness",
-        "FedSoftMax Table 4",
-        "Smoothness of the accuracy curve (lower = smoother)",
-        ("mnist", "fmnist"),
-        _softmax_frameworks("smoothness", "Table4_stability", "smoothness"),
-        seeds=SOFTMAX_SEEDS,
-        plot=PlotSpec("curves", "smoothness", ("local_acc", "test_acc"), panels="col"),
-        notes=(
-            "std(diff(c))/|mean(diff(c))| per run (spec §6.6), c = clients' local "
-            "accuracy (local_acc; train_acc or test_acc when not recorded).",
-        ),
-        claims=SMOOTHNESS_CLAIMS,
-    )
+_framework_table(
+    "smoothness",
+    "FedSoftMax Table 4",
+    "Smoothness of the accuracy curve (lower = smoother)",
+    "smoothness",
+    ("Table4_stability", "smoothness"),
+    ("local_acc", "test_acc"),
+    notes=(
+        "std(diff(c))/|mean(diff(c))| per run (spec §6.6), c = clients' local "
+        "accuracy (local_acc; train_acc or test_acc when not recorded).",
+    ),
+    claims=SMOOTHNESS_CLAIMS,
 )
 
 
@@ -158,23 +162,11 @@ TEMPERATURE_CLAIMS = (
 def _temperature(ds: str) -> list[Cell]:
     rows = [("FedAvg", {"method": "fedavg"}, None)]
     rows += [(f"FedSoftMax T={t}", {"method": "fedsoftmax", SOFTMAX_T: t}, t) for t in T_GRID]
-    out = []
-    for label, over, t in rows:
-        for col, metric in (("R90", "r90"), ("best acc %", "best_acc")):
-            out.append(
-                runs(
-                    ds,
-                    label,
-                    col,
-                    metric,
-                    f"fedsoftmax-{ds}",
-                    None,
-                    x=t,
-                    **over,
-                    **FRAMEWORKS["NIID"],
-                )
-            )
-    return out
+    return [
+        runs(ds, label, col, metric, f"fedsoftmax-{ds}", x=t, **over, **FRAMEWORKS["NIID"])
+        for label, over, t in rows
+        for col, metric in (("R90", "r90"), ("best acc %", "best_acc"))
+    ]
 
 
 @table(

@@ -12,7 +12,7 @@ import math
 
 import pytest
 import torch
-from conftest import tiny_config, tiny_data
+from conftest import PARTIAL_WORK, tiny_config, tiny_data
 
 from fedbench.assembly import apply_overrides, validate_config
 from fedbench.errors import FedbenchError
@@ -110,9 +110,7 @@ def test_bad_parameters_give_one_line(method):
 
 
 def engine(method, params, **kw):
-    cfg = tiny_config(
-        method=method, method_params=params, hetero="fedlga", rho=0.7, tau_max=2, **kw
-    )
+    cfg = tiny_config(method=method, method_params=params, **PARTIAL_WORK, **kw)
     return Engine(validate_config(cfg), data=tiny_data())
 
 

@@ -1,6 +1,15 @@
 """FedCM against rounds computed by hand in plain floats (weighted quadratic)."""
 
-from methods.weighted import COEFFS, TOL, P, local_run, quad_engine, work
+from methods.weighted import (
+    ALL_SLOW,
+    COEFFS,
+    TOL,
+    P,
+    assert_fedavg_rounds,
+    local_run,
+    quad_engine,
+    work,
+)
 
 
 def test_fedcm_two_rounds_by_hand():
@@ -10,9 +19,7 @@ def test_fedcm_two_rounds_by_hand():
         {"alpha": alpha, "eta_g": eta},
         steps=4,
         lr=lr,
-        hetero="fedlga",
-        rho=1.0,
-        tau_max=3,
+        **ALL_SLOW,
     )
     w, delta = 10.0, 0.0
     partial = False
@@ -32,8 +39,4 @@ def test_fedcm_two_rounds_by_hand():
 
 
 def test_fedcm_alpha_one_is_fedavg():
-    a, b = quad_engine("fedavg"), quad_engine("fedcm", {"alpha": 1.0})
-    for r in (1, 2, 3):
-        a.run_round(r)
-        b.run_round(r)
-        assert abs(float(a.w) - float(b.w)) < 1e-12
+    assert_fedavg_rounds("fedcm", {"alpha": 1.0})

@@ -1,6 +1,6 @@
 """FedDyn against rounds computed by hand in plain floats (weighted quadratic)."""
 
-from methods.weighted import COEFFS, COUNTS, TOL, local_run, quad_engine, work
+from methods.weighted import ALL_SLOW, COEFFS, COUNTS, TOL, local_run, quad_engine, work
 
 
 def test_feddyn_two_rounds_by_hand():
@@ -28,9 +28,7 @@ def test_feddyn_two_rounds_by_hand():
 
 def test_feddyn_with_weight_decay_and_partial_work():
     lr, alpha, wd = 0.1, 0.01, 0.05
-    eng = quad_engine(
-        "feddyn", {"alpha": alpha}, steps=4, hetero="fedlga", rho=1.0, tau_max=3, weight_decay=wd
-    )
+    eng = quad_engine("feddyn", {"alpha": alpha}, steps=4, **ALL_SLOW, weight_decay=wd)
     s = work(eng, 1)
     assert len(set(s.values())) > 1
     eng.run_round(1)

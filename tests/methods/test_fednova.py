@@ -2,7 +2,7 @@
 
 import pytest
 
-from methods.weighted import COEFFS, TOL, P, local_run, quad_engine, work
+from methods.weighted import ALL_SLOW, COEFFS, TOL, P, local_run, quad_engine, work
 
 
 def test_fednova_equal_steps_is_fedavg():
@@ -41,9 +41,7 @@ def test_fednova_momentum_and_prox_by_hand(rho, mu, tau_eff):
         {"mu": mu, "tau_eff": tau_eff},
         steps=4,
         lr=lr,
-        hetero="fedlga",
-        rho=1.0,
-        tau_max=3,
+        **ALL_SLOW,
         momentum=rho,
         weight_decay=0.01,
     )

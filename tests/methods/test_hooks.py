@@ -2,24 +2,20 @@
 model, called once by the engine after setup) and ``client_final(ctx, res)`` (after local
 training, before aggregation, on the devices' rows), on a toy method computed by hand."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 import torch
 from conftest import quad_engine
 
-from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS, Method, State, weighted_mean
+from fedbench.methods.params import param
 from methods.quadratic import COEFFS, local_gd
 
 
 @dataclass(frozen=True)
 class AnchoredParams:
-    clip: float = field(default=1.0, metadata={"help": "largest |Delta_i| a device sends"})
-
-    def __post_init__(self):
-        if not self.clip > 0:
-            raise FedbenchError(f"anchored: clip must be > 0, got {self.clip}")
+    clip: float = param(1.0, "largest |Delta_i| a device sends", "> 0")
 
 
 class Anchored(Method):

@@ -7,6 +7,7 @@ import pytest
 import torch
 from conftest import tiny_config, tiny_data
 
+from fedbench.contracts import linear_step_probe
 from fedbench.methods import registry
 from fedbench.methods.base import LinearStep, Method
 from fedbench.training.engine import Engine
@@ -33,24 +34,12 @@ def test_local_step_is_the_declared_linear_step(name):
     eng = _engine(name)
     if eng.method.sequential:
         pytest.skip("sequential methods train through their own loop")
-    for r in (1, 2):
-        eng.run_round(r)
-    plan = eng.plan_round(3)
-    ctx = eng.context(3, plan, eng.lr_at(3))
-    local = eng.method.client_start(ctx)
-    step = eng.method.linear_step()
+    step, local, d, want = linear_step_probe(eng)
     if step is None:
         assert type(eng.method).local_step is not Method.local_step
         return
-    gen = torch.Generator().manual_seed(0)
-    k, dim = plan.k, eng.model.dim
-    w = eng.w + torch.randn(k, dim, generator=gen, dtype=eng.w.dtype)
-    g = torch.randn(k, dim, generator=gen, dtype=eng.w.dtype)
-    d = eng.method.local_step(ctx, w, lambda v: (torch.zeros(k), g.clone()), local)
-    want = step.scale * g + step.mu * (w - ctx.global_w)
     if step.const:
-        assert local[step.const].shape == (k, dim)
-        want = want + local[step.const]
+        assert local[step.const].shape == d.shape == want.shape  # [k, D]
         if name in ("scaffold", "fedcm", "mimelite"):
             assert local[step.const].abs().max() > 0, "the test needs a nonzero constant"
     torch.testing.assert_close(d, want, rtol=0, atol=1e-12)

@@ -1,7 +1,7 @@
 """SFL (devices in sequence, in the recorded order) and PFL against hand-computed rounds."""
 
 import torch
-from conftest import tiny_config, tiny_data
+from conftest import PARTIAL_WORK, tiny_config, tiny_data
 
 from fedbench.training.engine import Engine
 from methods.quadratic import COEFFS, TOL, local_gd, quad_engine, units_of
@@ -41,7 +41,7 @@ def test_sfl_partial_work_and_two_rounds_by_hand():
 
 def test_pfl_is_fedavg():
     data = tiny_data()
-    kw = dict(hetero="fedlga", rho=0.7, tau_max=2)
+    kw = PARTIAL_WORK
     a = Engine(tiny_config(method="fedavg", **kw), data=data)
     b = Engine(tiny_config(method="pfl", **kw), data=data)
     for r in (1, 2, 3):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from conftest import tiny_config, tiny_data
+from conftest import PARTIAL_WORK, tiny_config, tiny_data
 
 from fedbench.assembly import build_config, validate_config
 from fedbench.methods import METHODS
@@ -35,9 +35,7 @@ def test_smoke_mlp_two_rounds(method):
     cfg = tiny_config(
         method=method,
         model="mlp",
-        hetero="fedlga",
-        rho=0.7,
-        tau_max=2,
+        **PARTIAL_WORK,
         momentum=0.5,
         weight_decay=1e-3,
     )
@@ -65,9 +63,7 @@ SMOKE = [
 
 @pytest.mark.parametrize("method,params", SMOKE)
 def test_smoke_two_rounds_on_the_mlp(method, params):
-    cfg = tiny_config(
-        method=method, method_params=params, hetero="fedlga", rho=0.7, tau_max=2, grad_clip=10.0
-    )
+    cfg = tiny_config(method=method, method_params=params, **PARTIAL_WORK, grad_clip=10.0)
     eng = Engine(validate_config(cfg), data=tiny_data())
     for r in (1, 2):
         rec = eng.run_round(r)

@@ -9,10 +9,21 @@ TOL = 1e-10
 COEFFS = [(1.0, -2.0), (0.5, 1.0), (0.25, 0.5)]
 COUNTS = [1, 2, 3]
 P = [n / sum(COUNTS) for n in COUNTS]  # aggregation weights n_i / sum n
+# every device slow, with steps=4: tau_i ~ U{1..3}, so each runs 4 - tau_i + 1 of the 4 steps
+ALL_SLOW = {"hetero": "fedlga", "rho": 1.0, "tau_max": 3}
 
 
 def quad_engine(method, params=None, coeffs=COEFFS, counts=COUNTS, **kw):
     return conftest.quad_engine(method, params, coeffs=coeffs, counts=counts, **kw)
+
+
+def assert_fedavg_rounds(method, params, rounds=3):
+    """The method at these parameters trains FedAvg's global models, round after round."""
+    a, b = quad_engine("fedavg"), quad_engine(method, params)
+    for r in range(1, rounds + 1):
+        a.run_round(r)
+        b.run_round(r)
+        assert abs(float(a.w) - float(b.w)) < 1e-12, f"round {r}"
 
 
 def local_run(w0, a, b, steps, lr, direction=lambda g, w: g, rho=0.0, wd=0.0):
