@@ -63,17 +63,28 @@ class _CNN(nn.Module):
         return self.fc(h.flatten(1))
 
 
-class BatchedCNN(NetModel):
-    """FedSoftMax's CNN for 28x28 grey images (spec §6.3); torch's default initialization."""
+class _ImageNet(NetModel):
+    """A net of num_classes outputs over images of image_shape (C, H, W; IMAGE_SHAPE when not
+    given), whose torch module is MODULE(num_classes, image_shape)."""
 
-    family = "cnn"
+    MODULE: type[nn.Module]
+    IMAGE_SHAPE: tuple[int, int, int] = (3, 32, 32)
 
-    def __init__(self, num_classes: int = 10, image_shape=(1, 28, 28)):
-        self.num_classes, self.image_shape = num_classes, tuple(image_shape)
+    def __init__(self, num_classes: int = 10, image_shape=None):
+        self.num_classes = num_classes
+        self.image_shape = tuple(image_shape or self.IMAGE_SHAPE)
         super().__init__()
 
     def module(self):
-        return _CNN(self.num_classes, self.image_shape)
+        return self.MODULE(self.num_classes, self.image_shape)
+
+
+class BatchedCNN(_ImageNet):
+    """FedSoftMax's CNN for 28x28 grey images (spec §6.3); torch's default initialization."""
+
+    family = "cnn"
+    MODULE = _CNN
+    IMAGE_SHAPE = (1, 28, 28)
 
     def run(self, p, x, b, train, mask=None):
         k = x.shape[0]
@@ -262,20 +273,14 @@ class _VGG(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
 
 
-class BatchedVGG9(NetModel):
+class BatchedVGG9(_ImageNet):
     """SFL's VGG-9 ("wvgg9k4", spec §5.2): 8 conv3x3(+bias)+ReLU layers with max pools, no BN,
     no dropout, adaptive average pool to 1x1, Linear(256, C). Init: Kaiming-normal (fan_out,
     ReLU) conv weights, N(0, 0.01) linear weights, zero biases. 2,308,810 parameters at C=10,
     the spec's count (the conv biases are included in it)."""
 
     family = "vgg"
-
-    def __init__(self, num_classes: int = 10, image_shape=(3, 32, 32)):
-        self.num_classes, self.image_shape = num_classes, tuple(image_shape)
-        super().__init__()
-
-    def module(self):
-        return _VGG(self.num_classes, self.image_shape)
+    MODULE = _VGG
 
     def reset_parameters(self, m):
         for mod in m.modules():
