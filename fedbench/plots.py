@@ -427,7 +427,8 @@ def _versus_panel(ax, lines, ps, paper: bool) -> int:
                 continue
             lo = hi = 0.0
             if not paper and c.low is not None and c.high is not None:
-                lo, hi = y - c.low, c.high - y
+                # a mean of equal seeds can round one ulp outside its own min-max
+                lo, hi = max(0.0, y - c.low), max(0.0, c.high - y)
             pts.append((c.cell.x, y, lo, hi))
         if not pts or (paper and sorted(pts) in seen):  # the paper has one FedLGA for 2 rows
             continue
