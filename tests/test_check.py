@@ -6,14 +6,20 @@ import pytest
 from conftest import invoke
 
 from fedbench.check import QUICK, check_configs
+from fedbench.check.arithmetic import ARITHMETIC
 from fedbench.testing import curve_until, write_fake_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+# two paper-scale checks, read from made-up runs (the arithmetic checks are not in --only)
+PAIR = ("fedavg-synthetic", "fedprox-stragglers")
+ONLY = ("--only", ",".join(PAIR))
+
+
 def fake_check_runs(results, hit=3, top=0.95, seconds=0.01, device="cpu (fake)"):
-    """The quick checks' runs, made up: target 0.9 first reached at round `hit`."""
-    for cfg in check_configs(QUICK).values():
+    """PAIR's runs, made up: target 0.9 first reached at round `hit`."""
+    for cfg in check_configs(PAIR).values():
         df = curve_until(top, hit, cfg.target_acc, cfg.rounds)
         df["round_seconds"] = [0.0] + [seconds] * cfg.rounds
         df["cum_seconds"] = df["round_seconds"].cumsum()
@@ -23,29 +29,30 @@ def fake_check_runs(results, hit=3, top=0.95, seconds=0.01, device="cpu (fake)")
 def test_quick_check_passes_against_the_committed_reference():
     r = invoke("check", "--quick", "--no-timing")
     assert r.exit_code == 0, r.output
-    assert "ok: 2 check(s) within tolerance" in r.output and "REGRESSED" not in r.output
+    n = len(QUICK) + len(ARITHMETIC)
+    assert f"ok: {n} check(s) within tolerance" in r.output and "REGRESSED" not in r.output
+    # the claim's direction is asserted
+    assert "fedprox-stragglers-90 vs fedavg-drop-90" in r.output
 
 
 def test_update_then_check_the_same_results(tmp_path):
     res, ref = tmp_path / "results", tmp_path / "ref.json"
     fake_check_runs(res)
-    r = invoke("check", "--quick", "--results", res, "--reference", ref, "--update")
+    r = invoke("check", *ONLY, "--results", res, "--reference", ref, "--update")
     assert r.exit_code == 0, r.output
     data = json.loads(ref.read_text())
-    assert set(data["checks"]) == set(QUICK)
+    assert set(data["checks"]) == set(PAIR) and data["arithmetic"] == {}
     assert data["checks"]["fedavg-synthetic"]["rounds_to_target"] == 3
-    r = invoke("check", "--quick", "--results", res, "--reference", ref)
+    r = invoke("check", *ONLY, "--results", res, "--reference", ref)
     assert r.exit_code == 0 and "ok: 2 check(s)" in r.output, r.output
 
 
 def test_regressions_exit_1_with_a_readable_diff(tmp_path):
     good, bad, ref = tmp_path / "good", tmp_path / "bad", tmp_path / "ref.json"
     fake_check_runs(good, hit=3, top=0.95, seconds=0.01)
-    assert (
-        invoke("check", "--quick", "--results", good, "--reference", ref, "--update").exit_code == 0
-    )
+    assert invoke("check", *ONLY, "--results", good, "--reference", ref, "--update").exit_code == 0
     fake_check_runs(bad, hit=6, top=0.91, seconds=0.05)  # later, lower and 5x slower
-    r = invoke("check", "--quick", "--results", bad, "--reference", ref)
+    r = invoke("check", *ONLY, "--results", bad, "--reference", ref)
     assert r.exit_code == 1, r.output
     assert r.output.count("REGRESSED") == 2 * 4  # best, final, rounds, s/round for both checks
     last = r.output.strip().splitlines()[-1]
@@ -53,7 +60,7 @@ def test_regressions_exit_1_with_a_readable_diff(tmp_path):
     # within tolerances: nothing regresses; timings on another device kind are not compared
     r = invoke(
         "check",
-        "--quick",
+        *ONLY,
         "--results",
         bad,
         "--reference",
@@ -68,7 +75,7 @@ def test_regressions_exit_1_with_a_readable_diff(tmp_path):
     assert r.exit_code == 0, r.output
     other = tmp_path / "gpu"
     fake_check_runs(other, hit=3, top=0.95, seconds=1.0, device="NVIDIA H100")
-    r = invoke("check", "--quick", "--results", other, "--reference", ref)
+    r = invoke("check", *ONLY, "--results", other, "--reference", ref)
     assert r.exit_code == 0 and "not compared (reference on cpu (fake))" in r.output, r.output
 
 
@@ -86,5 +93,5 @@ def test_check_errors_are_one_line(args, needle):
 
 def test_results_without_the_check_runs(tmp_path):
     (tmp_path / "r").mkdir()
-    r = invoke("check", "--quick", "--results", tmp_path / "r")
+    r = invoke("check", *ONLY, "--results", tmp_path / "r")
     assert r.exit_code == 2 and "has no finished run of check fedavg-synthetic" in r.output

@@ -53,8 +53,9 @@ def test_the_workflows_check_command_writes_the_table(tmp_path):
     from fedbench.testing import curve_until, write_fake_run
 
     res, ref = tmp_path / "runs", tmp_path / "ref.json"
-    for cfg in check_configs(QUICK).values():
-        write_fake_run(res, cfg, curve_until(0.95, 3, cfg.target_acc, cfg.rounds))
+    for name, cfg in check_configs(QUICK).items():
+        top = 0.93 if name == "fedavg-drop-90" else 0.95  # behind, as the claim says
+        write_fake_run(res, cfg, curve_until(top, 3, cfg.target_acc, cfg.rounds))
     line = next(x for x in run_lines() if x.startswith("fedbench check"))
     args = line.split()[1:]
     args[args.index("--report") + 1] = str(tmp_path / "check.md")
@@ -65,4 +66,6 @@ def test_the_workflows_check_command_writes_the_table(tmp_path):
     assert r.exit_code == 0, r.output
     table = (tmp_path / "check.md").read_text()
     assert table.startswith("# fedbench check against ")
-    assert "| fedavg-synthetic   | best_acc " in table and table.endswith("ok: within tolerance\n")
+    assert re.search(r"\| fedavg-synthetic +\| best_acc ", table) and table.endswith(
+        "ok: within tolerance\n"
+    )

@@ -28,7 +28,11 @@ tolerance_options = opt.together(
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="The CI subset (seconds): synthetic checks only.")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="The CI subset (under a minute): the arithmetic checks and the synthetic checks.",
+)
 @click.option("--only", help="Comma-separated check names (see the table it prints).")
 @click.option(
     "--contracts",
@@ -40,7 +44,8 @@ tolerance_options = opt.together(
 @opt.results(
     default=None,
     show_default=False,
-    help="Read the check runs from here instead of rerunning.",
+    help="Read the paper-scale check runs from here instead of rerunning (the arithmetic "
+    "checks, a few seconds, always rerun).",
 )
 @click.option(
     "--reference", default="results/reference/check.json", show_default=True, type=click.Path()
@@ -68,25 +73,36 @@ def check(
     report,
 ):
     """Regression check: rerun a small fixed set of configs and compare them with the stored
-    reference; exits 1 with a table of what regressed.
+    reference; exits 1 with a table of what regressed. Arithmetic checks (tiny-*): every
+    method and server optimizer, 3 rounds of a tiny float64 run, each number within a relative
+    1e-5 of the reference. Paper-scale checks: accuracy, rounds to target, speed, and which
+    method ends ahead where a paper says so.
 
     \b
     Examples:
-      fedbench check --quick                   # CI: two synthetic configs, seconds
+      fedbench check --quick                   # CI: arithmetic + synthetic checks, < 1 min
       fedbench check                           # all checks (Fashion-MNIST one if installed)
       fedbench check --update                  # accept the current numbers as the reference
       fedbench check --results runs/ --no-timing
       fedbench check --contracts --plugin my_method.py   # a plugin's contracts
       fedbench check --quick --report check.md   # the table as Markdown too (CI artifact)
     """
-    if contracts:
-        from fedbench.training import threads as thread_policy
+    from fedbench.training import threads as thread_policy
 
-        thread_policy.configure(threads)
+    thread_policy.configure(threads)
+    if contracts:
         run_contracts(only)
         return
+    from fedbench.check import Tolerances
+
+    tol = Tolerances(acc_tol, rounds_tol, speed_factor, not no_timing)
+    run_checks(quick, only, results, Path(reference), update, tol, threads, report)
+
+
+def run_checks(quick, only, results, ref_path: Path, update, tol, threads, report) -> None:
+    """The checks' table (and --report); --update writes the reference, else the verdict."""
     from fedbench.check import (
-        Tolerances,
+        Row,
         check_configs,
         compare,
         load_reference,
@@ -94,25 +110,26 @@ def check(
         rows_table,
         write_reference,
     )
+    from fedbench.check.arithmetic import arithmetic_rows, measure_arithmetic
     from fedbench.tables import console
 
-    names = check_names(quick, only)
+    names, tiny = check_names(quick, only)
     configs = check_configs(names)
-    ref_path = Path(reference)
     if not update:
         ref = load_reference(ref_path)  # before running anything
+    numbers = measure_arithmetic(tiny)
     measured = measure(configs, Path(results) if results else None, threads)
     if update:
-        write_reference(ref_path, measured, configs)
+        write_reference(ref_path, measured, configs, numbers)
         ref = load_reference(ref_path)
-    rows = compare(measured, ref, Tolerances(acc_tol, rounds_tol, speed_factor, not no_timing))
+    rows = arithmetic_rows(numbers, ref, Row) + compare(measured, ref, tol)
     console().print(rows_table(rows))
     if report:
         write_report(Path(report), rows, ref_path)
     if update:
         click.echo(f"wrote {ref_path}")
     else:
-        verdict(rows, len(names), ref_path)
+        verdict(rows, len(names) + len(tiny), ref_path)
 
 
 def write_report(path: Path, rows, ref_path: Path) -> None:
@@ -129,15 +146,21 @@ def write_report(path: Path, rows, ref_path: Path) -> None:
     atomic_write_bytes(path, (text + verdict_line + "\n").encode())
 
 
-def check_names(quick: bool, only: str | None) -> list[str]:
+def check_names(quick: bool, only: str | None) -> tuple[list[str], list[str]]:
+    """(paper-scale check names, arithmetic check names) to run."""
     from fedbench.check import CHECKS, QUICK
+    from fedbench.check.arithmetic import ARITHMETIC
     from fedbench.sweep import parse_list
 
-    names = parse_list(only, "--only") or list(QUICK if quick else CHECKS)
-    unknown = [n for n in names if n not in CHECKS]
+    wanted = parse_list(only, "--only")
+    if not wanted:
+        return list(QUICK if quick else CHECKS), list(ARITHMETIC)
+    unknown = [n for n in wanted if n not in CHECKS and n not in ARITHMETIC]
     if unknown:
-        raise FedbenchError(f"unknown check {unknown[0]!r}; choose from: {', '.join(CHECKS)}")
-    return names
+        raise FedbenchError(
+            f"unknown check {unknown[0]!r}; choose from: {', '.join([*CHECKS, *ARITHMETIC])}"
+        )
+    return [n for n in wanted if n in CHECKS], [n for n in wanted if n in ARITHMETIC]
 
 
 def verdict(rows, checked: int, ref_path: Path) -> None:

@@ -1,9 +1,13 @@
 """`fedbench check`: regression runs for CI.
 
-Reruns a small fixed set of configs (or reads them from given results) and compares each with
-the stored reference (results/reference/check.json): accuracy within `acc_tol` (absolute),
-rounds to target not worse by more than `rounds_tol` (relative, at least one round), and the
-speed. Any regression -> exit 1 with a table of what moved.
+Two kinds of check, compared with the stored reference (results/reference/check.json, format
+REFERENCE_FORMAT); any regression -> exit 1 with a table of what moved:
+- arithmetic (fedbench.check.arithmetic): every method and server optimizer, a few rounds of a
+  tiny float64 config, number for number within a relative 1e-5: a changed update rule fails;
+- paper scale (CHECKS): small fixed configs rerun (or read from given results), accuracy within
+  `acc_tol` (absolute), rounds to target not worse by more than `rounds_tol` (relative, at least
+  one round), and the speed; and DIRECTIONS, the claims these configs reproduce, asserted as
+  the papers state them (which method ends ahead).
 
 Speed is compared only on the reference's device (the same device_name: CPU model, instruction
 set and threads, or the same GPU; timings across machines say nothing), and so that a loaded
@@ -33,6 +37,8 @@ from fedbench.identity import config_hash, run_id
 from fedbench.safe_read import Refused, read_json
 
 REFERENCE = Path("results") / "reference" / "check.json"
+# 2: the arithmetic checks and this field (1: paper-scale checks only, no "format")
+REFERENCE_FORMAT = 2
 
 # Synthetic(0.5, 0.5) on 10 devices: learns within a few rounds, so accuracy and rounds to
 # target move when an update rule or the data pipeline changes.
@@ -64,7 +70,17 @@ CHECKS: dict[str, tuple[str, dict[str, str]]] = {
         {"rounds": "5", "local_steps": "30", "device": "cpu", "target_acc": "0.5"},
     ),
 }
-QUICK = ("fedavg-synthetic", "fedprox-stragglers")
+# FedProx's Synthetic(1, 1) with 90% stragglers (Li et al. 2020, Fig. 1's hardest setting)
+_SYN11 = {**_SYN, "syn_alpha": "1", "syn_beta": "1", "N": "30", "K": "10", "lr": "0.01", "s": "0.9"}
+CHECKS["fedprox-stragglers-90"] = (
+    "fedprox-synthetic",
+    {**_SYN11, "method": "fedprox", "mu": "1", "straggler_policy": "partial"},
+)
+CHECKS["fedavg-drop-90"] = ("fedprox-synthetic", {**_SYN11, "straggler_policy": "drop"})
+QUICK = ("fedavg-synthetic", "fedprox-stragglers", "fedprox-stragglers-90", "fedavg-drop-90")
+# (ahead, behind, metric, where the claim is): the first check must end ahead of the second.
+# FedProx with partial work ahead of FedAvg dropping 90% stragglers: 0.57 vs 0.41 at round 15
+DIRECTIONS = (("fedprox-stragglers-90", "fedavg-drop-90", "final_acc", "Li et al. 2020, Fig. 1"),)
 METRICS = ("best_acc", "final_acc", "rounds_to_target", "mean_round_seconds")
 
 
@@ -171,34 +187,50 @@ def load_reference(path: Path) -> dict:
     if not path.is_file():
         raise FedbenchError(f"no reference at {path}; create it with: fedbench check --update")
     try:
-        return read_json(path)
+        data = read_json(path)
     except Refused as e:
         raise FedbenchError(f"{e}; delete it and recreate it with --update") from None
     except ValueError as e:
         raise FedbenchError(
             f"reference {path} is corrupt ({e}); recreate it with --update"
         ) from None
+    found = data.get("format", 1) if isinstance(data, dict) else None
+    if found != REFERENCE_FORMAT:
+        raise FedbenchError(
+            f"reference {path} has format {found}, this fedbench reads {REFERENCE_FORMAT} "
+            "(with the arithmetic checks); recreate it with: fedbench check --update"
+        )
+    return data
 
 
-def write_reference(path: Path, measured: dict, configs: dict[str, RunConfig]) -> None:
+def write_reference(
+    path: Path, measured: dict, configs: dict[str, RunConfig], arithmetic: dict | None = None
+) -> None:
+    """The reference with `measured` (paper-scale) and `arithmetic` numbers replacing those of
+    the same names; other checks' entries are kept."""
     import torch
 
     from fedbench.atomic import atomic_write_json
+    from fedbench.check.arithmetic import arithmetic_config
 
-    old = read_json(path).get("checks", {}) if path.is_file() else {}
-    checks = dict(old)
+    old = read_json(path) if path.is_file() else {}
+    checks, numbers = dict(old.get("checks", {})), dict(old.get("arithmetic", {}))
     for name, m in measured.items():
         if "skipped" not in m:
             checks[name] = {**m, "config": configs[name].to_dict()}
+    for name, m in (arithmetic or {}).items():
+        numbers[name] = {**m, "config": arithmetic_config(name).to_dict()}
     atomic_write_json(
         path,
         {
             "about": "fedbench check reference: rerun with `fedbench check --update`",
+            "format": REFERENCE_FORMAT,
             "fedbench_version": fedbench.__version__,
             "torch_version": torch.__version__,
             "host": platform.node(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "checks": checks,
+            "arithmetic": numbers,
         },
     )
 
@@ -244,6 +276,22 @@ def compare(measured: dict, reference: dict, tol: Tolerances) -> list[Row]:
             status = "REGRESSED" if v is None or v > limit else ("improved" if v < r else "ok")
         rows.append(Row(name, "rounds_to_target", r, v, allowed, status))
         rows.append(speed_row(name, ref, now, tol))
+    return rows + direction_rows(measured)
+
+
+def direction_rows(measured: dict) -> list[Row]:
+    """The claims of DIRECTIONS whose two checks were both measured: ahead must beat behind."""
+    rows = []
+    for ahead, behind, metric, source in DIRECTIONS:
+        a, b = measured.get(ahead, {}), measured.get(behind, {})
+        if not a or not b or "skipped" in a or "skipped" in b:
+            continue
+        va, vb = a.get(metric), b.get(metric)
+        good = va is not None and vb is not None and va > vb
+        allowed = f"ahead ({source})"
+        rows.append(
+            Row(f"{ahead} vs {behind}", metric, vb, va, allowed, "ok" if good else "REGRESSED")
+        )
     return rows
 
 
