@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import flop_bound  # benchmarks/flop_bound.py (this script's folder is on sys.path)
@@ -49,7 +50,8 @@ import torch
 
 from fedbench.assembly import build_config
 from fedbench.data import FederatedData
-from fedbench.devices import generator, synchronize
+from fedbench.devices import generator, resolve_device, synchronize
+from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS
 from fedbench.models import build_model
 from fedbench.models.layouts import LAYOUTS, choose_layout
@@ -108,16 +110,18 @@ def mlp_round_flops(eng: Engine, r: int) -> float:
     return samples * per_sample
 
 
-def bound_round(flops: float, d0: int, d1: int):
+def bound_round(flops: float, d0: int, d1: int, device: torch.device | str = "cpu"):
     """A 'round' of [1600, d0] x [d0, d1] float32 products adding up to flops: the arithmetic
     alone, at this machine's sgemm rate, timed like the rounds it bounds."""
-    a, b = torch.randn(1600, d0), torch.randn(d0, d1)
+    a, b = torch.randn(1600, d0, device=device), torch.randn(d0, d1, device=device)
     n = max(1, round(flops / (2 * 1600 * d0 * d1)))
 
     def run(r):
+        synchronize(device)
         t0 = time.perf_counter()
         for _ in range(n):
             a @ b
+        synchronize(device)
         return time.perf_counter() - t0
 
     return run
@@ -200,7 +204,7 @@ def round_bound(eng: Engine, rounds: int):
     if eng.cfg.model == "mlp":  # "mlp" always has a hidden layer
         flops = statistics.median(mlp_round_flops(eng, 100 + r) for r in range(rounds))
         print(f"# FLOP bound: the round's {flops / 1e9:.1f} GFLOP as [1600, d0] x [d0, d1]")
-        return bound_round(flops, *eng.model.sizes[:2])
+        return bound_round(flops, *eng.model.sizes[:2], device=eng.device)
     if not isinstance(eng.model, NetModel):
         return None
     plan = eng.plan_round(100)
@@ -233,8 +237,11 @@ RANDOM_DATA = {
 }
 
 
-def random_data(model: str, num_clients: int, per_client: int = 500) -> FederatedData:
-    """Random data shaped like the model's dataset, split into equal devices."""
+def random_data(
+    model: str, num_clients: int, per_client: int = 500, device: torch.device | str = "cpu"
+) -> FederatedData:
+    """Random data shaped like the model's dataset, split into equal devices, on `device` like a
+    loaded dataset (the plan's batch indices live there too); the device index lists stay CPU."""
     shape, classes, vocab = RANDOM_DATA[model]
     g = generator(0, "bench-data")
     n = num_clients * per_client
@@ -243,25 +250,28 @@ def random_data(model: str, num_clients: int, per_client: int = 500) -> Federate
     else:
         x = torch.randint(0, vocab, (n, *shape), generator=g)
     y = torch.randint(0, classes, (n,), generator=g)
+    x, y = x.to(device), y.to(device)
     idx = list(torch.arange(n).view(num_clients, per_client))
     info = {"description": f"random {model} data"} | ({"vocab_size": vocab} if vocab else {})
     return FederatedData(x, y, x[:1000], y[:1000], idx, classes, info)
 
 
-def layout_speed(models: list[str], k: int, bsz: int | None, reps: int) -> None:
+def layout_speed(
+    models: list[str], k: int, bsz: int | None, reps: int, device: torch.device | str = "cpu"
+) -> None:
     """One SGD step (sgd_step: forward, backward, update) of k devices in every layout of
     fedbench/models/layouts.py, by vmap(functional_call), and by k separate nn.Modules (the
     per-client loop's arithmetic); all alternate rep by rep (this machine is shared) and we print
     the medians of wall and CPU seconds (CPU seconds follow the work, not the load, at 1 thread),
     each over the modules' and the layout the rule picks at this thread count."""
     threads = torch.get_num_threads()
-    print(f"# one step of k={k} devices, threads={threads}, {reps} reps, {load()}")
+    print(f"# one step of k={k} devices on {device}, threads={threads}, {reps} reps, {load()}")
     head = f"{'model':<10} {'B':>3} {'how':<14} {'wall ms':>9} {'cpu ms':>9}"
     print(f"{head}  modules/this (wall, cpu)")
     for name in models:
         b = bsz or (64 if name == "cnn" else 10)
-        med, family = _layout_times(name, k, b, reps)
-        chosen = choose_layout(family, "cpu", threads).name
+        med, family = _layout_times(name, k, b, reps, device)
+        chosen = choose_layout(family, device, threads).name
         ref = med["modules"]
         for how, (wall, cpu) in sorted(med.items(), key=lambda kv: kv[1][1]):
             mark = "  <- rule" if how == chosen else ""
@@ -274,22 +284,24 @@ def layout_speed(models: list[str], k: int, bsz: int | None, reps: int) -> None:
 LAYOUT_MODELS = ("charlstm", "cnn", "resnet18", "resnet20", "vgg9", "sentlstm")
 
 
-def _step_inputs(name: str, k: int, bsz: int):
-    """A model of --model's kind and k devices' (w, x, y, weight) of one random step."""
-    data = random_data(name, k, per_client=bsz)
+def _step_inputs(name: str, k: int, bsz: int, device: torch.device | str = "cpu"):
+    """A model of --model's kind and k devices' (w, x, y, weight) of one random step, on
+    `device`."""
+    data = random_data(name, k, per_client=bsz, device=device)
     cfg = build_config(None, None, dict(model=name), validate=False)
     model = build_model(cfg, data.input_shape, data.num_classes, data.info)
-    w = torch.stack([model.init(generator(0, "init", i)) for i in range(k)])
+    w = torch.stack([model.init(generator(0, "init", i)) for i in range(k)]).to(device)
     x = data.train_x.view(k, bsz, *data.train_x.shape[1:])
     y = data.train_y.view(k, bsz)
-    return model, w, x, y, torch.full((k, bsz), 1.0 / bsz)
+    return model, w, x, y, torch.full((k, bsz), 1.0 / bsz, device=device)
 
 
-def _layout_times(name: str, k: int, bsz: int, reps: int):
+def _layout_times(name: str, k: int, bsz: int, reps: int, device: torch.device | str = "cpu"):
     """Median (wall, CPU) seconds of one SGD step of k models on batches of bsz, each way, and
     the model's layout family (resnet20 at its default norm=bn: "resnet-bn")."""
-    model, w, x, y, wt = _step_inputs(name, k, bsz)
-    buf = model.init_buffers().expand(k, -1).clone() if model.buffer_dim else None
+    device = torch.device(device)
+    model, w, x, y, wt = _step_inputs(name, k, bsz, device)
+    buf = model.init_buffers().to(device).expand(k, -1).clone() if model.buffer_dim else None
     kw = {"buffers": buf} if model.buffer_dim else {}
     nets = [model.to_module(w[i]).train() for i in range(k)]
 
@@ -328,10 +340,12 @@ def _layout_times(name: str, k: int, bsz: int, reps: int):
     times: dict[str, list[tuple[float, float]]] = {how: [] for how in fns}
     for fn in fns.values():
         fn()  # warm-up
+    synchronize(device)
     for _ in range(reps):
         for how, fn in fns.items():
             t0, c0 = time.perf_counter(), time.process_time()
             fn()
+            synchronize(device)  # a GPU's queued work counts
             times[how].append((time.perf_counter() - t0, time.process_time() - c0))
     med = {
         how: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
@@ -358,13 +372,18 @@ def main() -> None:
     ap.add_argument("--threads-compare", action="store_true", help="engine at 1 vs 2 threads")
     ap.add_argument("--no-bound", action="store_true", help="skip the round's FLOP bound")
     args = ap.parse_args()
+    try:
+        device = resolve_device(args.device)  # a missing device: one line, before any work
+    except FedbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     if args.threads:
         torch.set_num_threads(args.threads)
     elif args.threads is None:
         configure_threads()  # the engine applies the policy for its model
     if args.layouts:
         models = [args.model] if args.model else list(LAYOUT_MODELS)
-        layout_speed(models, args.k, args.batch, args.rounds)
+        layout_speed(models, args.k, args.batch, args.rounds, device)
         return
     overrides = dict(s.split("=", 1) for s in args.sets)
     data = None
@@ -376,7 +395,7 @@ def main() -> None:
     overrides.update(device=args.device, method="fedavg")
     cfg = build_config(args.preset, None, overrides)
     if args.model:
-        data = random_data(args.model, cfg.num_clients)
+        data = random_data(args.model, cfg.num_clients, device=resolve_device(cfg.device))
     eng = Engine(cfg, data)
     eng.fastpath = eng.fastpath and not args.torch_path
     label = f"random {args.model} data" if args.model else args.preset

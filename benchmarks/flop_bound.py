@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedbench.devices import synchronize
+
 conv_backward = torch.ops.aten.convolution_backward
 
 
@@ -62,20 +64,22 @@ def layer_shapes(module: nn.Module, x: torch.Tensor) -> list[tuple]:
     return found
 
 
-def _fastest(candidates: dict[str, Callable[[], object]], reps: int = 3):
+def _fastest(candidates: dict[str, Callable[[], object]], reps: int = 3, device="cpu"):
     """The candidate with the least best-of-reps seconds."""
     best, best_t = None, float("inf")
     for fn in candidates.values():
         fn()
-        t = min(_seconds(fn) for _ in range(reps))
+        t = min(_seconds(fn, device) for _ in range(reps))
         if t < best_t:
             best, best_t = fn, t
     return best
 
 
-def _seconds(fn) -> float:
+def _seconds(fn, device="cpu") -> float:
+    synchronize(torch.device(device))
     t0 = time.perf_counter()
     fn()
+    synchronize(torch.device(device))  # a GPU's queued work counts
     return time.perf_counter() - t0
 
 
@@ -83,9 +87,9 @@ def _gemm_flops(m: int, k: int, n: int, input_grad: bool) -> float:
     return 2.0 * m * k * n * (3 if input_grad else 2)
 
 
-def _gemms(m: int, k: int, n: int, input_grad: bool) -> Callable[[], None]:
+def _gemms(m: int, k: int, n: int, input_grad: bool, device="cpu") -> Callable[[], None]:
     """Forward [m, k] x [k, n], weight gradient [k, m] x [m, n], input gradient [m, n] x [n, k]."""
-    a, b, g = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
+    a, b, g = (torch.randn(*s, device=device) for s in ((m, k), (k, n), (m, n)))
 
     def run():
         a @ b
@@ -96,7 +100,7 @@ def _gemms(m: int, k: int, n: int, input_grad: bool) -> Callable[[], None]:
     return run
 
 
-def _conv_step(shape, conv: nn.Conv2d, n: int, data: bool):
+def _conv_step(shape, conv: nn.Conv2d, n: int, data: bool, device="cpu"):
     """(the fastest single-call form of one conv layer's forward and backward over n samples,
     its FLOPs)."""
     _, c, h, w = shape
@@ -107,9 +111,9 @@ def _conv_step(shape, conv: nn.Conv2d, n: int, data: bool):
     mask = [not data, True, conv.bias is not None]
 
     def onednn(fmt):
-        x = torch.randn(n, c, h, w).contiguous(memory_format=fmt)
-        wt = torch.randn(o, c, kh, kw).contiguous(memory_format=fmt)
-        go = torch.randn(n, o, ho, wo).contiguous(memory_format=fmt)
+        x = torch.randn(n, c, h, w, device=device).contiguous(memory_format=fmt)
+        wt = torch.randn(o, c, kh, kw, device=device).contiguous(memory_format=fmt)
+        go = torch.randn(n, o, ho, wo, device=device).contiguous(memory_format=fmt)
 
         def run():
             F.conv2d(x, wt, None, conv.stride, conv.padding)
@@ -122,9 +126,9 @@ def _conv_step(shape, conv: nn.Conv2d, n: int, data: bool):
     forms = {
         "nchw": onednn(torch.contiguous_format),
         "nhwc": onednn(torch.channels_last),
-        "gemm": _gemms(*gemm),
+        "gemm": _gemms(*gemm, device=device),
     }
-    return _fastest(forms), _gemm_flops(*gemm)
+    return _fastest(forms, device=device), _gemm_flops(*gemm)
 
 
 def _lstm_gemms(steps: int, lstm: nn.LSTM, n: int, data: bool) -> list[tuple]:
@@ -139,7 +143,7 @@ def _lstm_gemms(steps: int, lstm: nn.LSTM, n: int, data: bool) -> list[tuple]:
 
 def step_calls(module: nn.Module, x: torch.Tensor, k: int):
     """(one training step's single large calls for k devices, their FLOPs); x is one device's
-    batch [B, ...]."""
+    batch [B, ...], on the device the calls run on."""
     b = x.shape[0]
     n = k * b
     calls: list[Callable[[], None]] = []
@@ -148,7 +152,7 @@ def step_calls(module: nn.Module, x: torch.Tensor, k: int):
         kind = entry[0]
         if kind == "conv":
             _, shape, conv, data = entry
-            call, f = _conv_step(shape, conv, n, data)
+            call, f = _conv_step(shape, conv, n, data, x.device)
             calls.append(call)
             flops += f
             continue
@@ -158,7 +162,7 @@ def step_calls(module: nn.Module, x: torch.Tensor, k: int):
         else:
             _, _, steps, lstm, data = entry
             gemms = _lstm_gemms(steps, lstm, n, data)
-        calls += [_gemms(*g) for g in gemms]
+        calls += [_gemms(*g, device=x.device) for g in gemms]
         flops += sum(_gemm_flops(*g) for g in gemms)
     return calls, flops
 
@@ -171,10 +175,12 @@ def bound_round(module: nn.Module, x: torch.Tensor, k: int, samples: float):
     steps = max(1, round(samples / (k * x.shape[0])))
 
     def run(r):
+        synchronize(x.device)
         t0 = time.perf_counter()
         for _ in range(steps):
             for call in calls:
                 call()
+        synchronize(x.device)
         return time.perf_counter() - t0
 
     return run, steps, steps * flops

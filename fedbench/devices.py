@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch  # checking a config's device names needs no torch
@@ -26,6 +27,34 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     check_device(name)
     return torch.device(name)
+
+
+TF32_ENV = "FEDBENCH_TF32"
+
+
+def tf32_requested() -> bool:
+    """FEDBENCH_TF32: 1 lets CUDA float32 matrix products and convolutions use TF32 (10-bit
+    mantissa inputs: faster on Ampere and later, ~3e-4 relative error per product); unset or 0
+    (the default) keeps full float32, so a GPU run stays comparable with a CPU run of its config
+    (docs/gpu.md, "TF32")."""
+    text = os.environ.get(TF32_ENV, "").strip()
+    if text not in ("", "0", "1"):
+        raise FedbenchError(f"{TF32_ENV}={text!r}: use 1 (TF32 on CUDA) or 0 (full float32)")
+    return text == "1"
+
+
+def apply_tf32(dev: torch.device) -> bool:
+    """Set torch's CUDA float32 precision from FEDBENCH_TF32 (torch's own default lets cuDNN's
+    convolutions use TF32 but not cuBLAS's products, which nothing here would say); returns
+    whether this run's float32 CUDA work may use TF32, as run.json records it (`tf32`)."""
+    on = tf32_requested()
+    if dev.type != "cuda":
+        return False
+    # the flags every torch >= 1.7 has; torch 2.13 keeps them in step with its newer
+    # fp32_precision settings, where setting those per operator makes reading these raise
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    return on
 
 
 def device_name(dev: torch.device) -> str:

@@ -127,12 +127,14 @@ def sweep(**options):
     Stopped by Ctrl-C (exit 130) or SIGTERM (exit 143), its runs stop at the end of a round,
     are recorded `interrupted` and resume from there when the sweep runs again.
     """
+    from fedbench.devices import tf32_requested
     from fedbench.sweep import make_executor, plan_sweep
     from fedbench.training.checkpoint import Policy
 
     a = SweepArgs(**options)
     level = log_level(a.quiet, a.verbose, a.log_level)
     policy = Policy.from_env(a.checkpoint_rounds, a.checkpoint_minutes).to_dict()
+    tf32_requested()  # a bad FEDBENCH_TF32: one line before any work
     executor = make_executor(
         a.executor, a.jobs, a.threads, a.address, a.gpus_per_run, a.cpus_per_run, a.stack, policy
     )

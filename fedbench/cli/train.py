@@ -56,6 +56,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
       fedbench train --preset fedlga-fmnist > log 2>&1   # a progress line every 10 s
     """
     from fedbench.assembly import build_config
+    from fedbench.devices import tf32_requested
     from fedbench.resources import check_memory
     from fedbench.training import signals
     from fedbench.training import threads as thread_policy
@@ -73,6 +74,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
     check_folder(results, "--results", claims=True)
     check_memory(cfg)
     policy = Policy.from_env(checkpoint_rounds, checkpoint_minutes)
+    tf32_requested()  # a bad FEDBENCH_TF32: one line before any work
     thread_policy.configure(threads)
     with signals.handling():
         _train_with_progress(cfg, Path(results), overwrite, level, policy)

@@ -265,6 +265,7 @@ RUN_KEYS = (
     ("data", "object", "the data's description, sizes, fingerprint and partition_sha256"),
     ("model_params", "int", "the model's parameter count"),
     ("threads", "int", "torch CPU threads"),
+    ("tf32", "bool", "CUDA float32 matrix work in TF32 (FEDBENCH_TF32=1); false otherwise"),
     ("stack_size", "int", "runs trained as one stack (above 1: seconds include stack-mates')"),
     ("rows", "int", "rows of rounds.parquet"),
     ("summary", "object", "fedbench.results.summarize: best and final accuracy, seconds, ..."),

@@ -28,7 +28,7 @@ import torch
 
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
-from fedbench.devices import generator, resolve_device, synchronize
+from fedbench.devices import apply_tf32, generator, resolve_device, synchronize
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
@@ -42,6 +42,7 @@ class Engine:
     def __init__(self, cfg: RunConfig, data: FederatedData | None = None):
         self.cfg = cfg
         self.device = resolve_device(cfg.device)
+        self.tf32 = apply_tf32(self.device)  # FEDBENCH_TF32 (devices.py; off: full float32)
         self.dtype = getattr(torch, cfg.dtype)
         self.data = data if data is not None else load_federated(cfg, self.device)
         self.model = build_model(

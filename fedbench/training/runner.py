@@ -390,6 +390,7 @@ def _start(cfg: RunConfig, eng: Engine, meta: dict, run_dir: Path, progress: Pro
         model_params=eng.model.dim,
         threads=torch.get_num_threads(),  # torch CPU threads (fedbench.training.threads' choice)
         layout=eng.model.layout_name,  # how the K devices run (fedbench/models/layouts.py)
+        tf32=eng.tf32,  # CUDA float32 work in TF32 (FEDBENCH_TF32; docs/gpu.md)
         # runs trained as one stack (fedbench.training.stack); above 1, seconds include stack-mates'
         stack_size=getattr(getattr(eng, "stack", None), "size", 1),
     )
