@@ -44,7 +44,42 @@ def test_a_difference_reproduced_not_reproduced_or_inconclusive():
     one = rule.less(seeds(8.0), seeds(11.0))
     assert one.outcome == INCONCLUSIVE and one.interval is None and one.n == 1
     # equal on every seed: the claimed difference is not there
-    assert rule.less(x, seeds(8.0, 9.0, 10.0)).outcome == NOT_REPRODUCED
+    tie = rule.less(x, seeds(8.0, 9.0, 10.0))
+    assert tie.outcome == NOT_REPRODUCED and tie.tie
+    # quadratic-lr group 1: both methods at exactly 0 distance on every seed, a tie at the
+    # floor, which the measure cannot separate (was 'not reproduced')
+    floor = rule.less(seeds(0.0, 0.0, 0.0), seeds(0.0, 0.0, 0.0))
+    assert floor.outcome == INCONCLUSIVE and floor.tie
+
+
+INF = math.inf
+
+
+def test_a_never_seed_is_plus_infinity_and_the_seeds_are_counted():
+    """Eq. 6 (tau calibrated): every seed diverged at rounds 5-16, every FedAvg seed reached
+    65 % in 30-40 rounds. At the divergence round the pair read +95 [+20.5, +170], inconclusive;
+    never (+inf) it is 3 of 3 seeds against: not reproduced."""
+    eq6, fedavg = seeds(INF, INF, INF), seeds(30.0, 35.0, 40.0)
+    d = rule.less(eq6, fedavg)  # 'Eq. 6 needs fewer rounds than FedAvg'
+    assert d.outcome == NOT_REPRODUCED and d.interval is None and d.signs == (0, 3, 0)
+    assert rule.less(fedavg, eq6).outcome == REPRODUCED
+    # both never on a seed: a tie there; the two others decide
+    assert rule.less(seeds(9.0, 9.0, INF), seeds(12.0, 13.0, INF)).signs == (2, 0, 1)
+    assert rule.less(seeds(9.0, 9.0, INF), seeds(12.0, 13.0, INF)).outcome == REPRODUCED
+    # one seed that differs is not enough
+    assert rule.less(seeds(INF, INF, 9.0), seeds(INF, INF, 12.0)).outcome == INCONCLUSIVE
+    # finite seeds whose interval decides (y - x = 3, 4, 4, 3) and a never seed against them:
+    # the count replaces the interval, 4 for and 1 against: inconclusive, never reversed
+    x, y = seeds(8.0, 9.0, 10.0, 9.0, INF), seeds(11.0, 13.0, 14.0, 12.0, 50.0)
+    assert rule.less(x, y).outcome == INCONCLUSIVE and rule.less(x, y).signs == (4, 1, 0)
+    y = seeds(11.0, 13.0, 14.0, 12.0, INF)
+    # ... and with it (x reached on every seed, y never on the fifth), still decided
+    assert rule.less(seeds(8.0, 9.0, 10.0, 9.0, 9.0), y).outcome == REPRODUCED
+    # both never on the fifth: a tie there, the four others decide
+    assert rule.less(x, seeds(11.0, 13.0, 14.0, 12.0, INF)).signs == (4, 0, 1)
+    # an equality: never is outside any band on its side
+    assert rule.within(seeds(INF, INF, INF), 14.88, 15.84).outcome == NOT_REPRODUCED
+    assert rule.within(seeds(INF, 15.0, 15.5), 14.88, 15.84).outcome == INCONCLUSIVE
 
 
 def test_a_difference_pairs_seeds_and_uses_only_common_ones():

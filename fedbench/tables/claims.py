@@ -5,10 +5,10 @@ decides each claim over seeds is fedbench.tables.decision.)
 
 A claim is one line of the paper's text and a check over one dataset's cells. Checks read
 cells through a view (CellView): v.seeds(row, col) is a cell's per-seed values (decision.Seeds,
-censored seeds at their cap; None when the cell has no number), v.mean(row, col) our mean (None
-when missing or n/a, math.inf when no seed reached the target, the mean at the caps when some
-did not), v.text(row, col) how the mean is shown, v.paper(row, col) the paper's PaperValue (or
-None), v.dataset the dataset. A row may be a callable of the dataset.
+a seed that never reached the target at +inf; None when the cell has no number), v.mean(row,
+col) our mean (None when missing or n/a, math.inf when no seed reached the target, the mean
+at the caps when some did not), v.text(row, col) how the mean is shown, v.paper(row, col)
+the paper's PaperValue (or None), v.dataset the dataset. A row may be a callable of the dataset.
 
 Every check returns a Verdict: reproduced, not reproduced or inconclusive by the decision rule,
 or n/a where a cell it needs has no number.
@@ -104,8 +104,14 @@ def ours_listing(v, refs) -> str:
 
 def _interval(d: rule.Decision, what: str) -> str:
     """'what: mean [low, high] (n seeds)' of a decision, or why it has no interval."""
+    if d.signs is not None:  # a never seed: the seeds counted each way
+        up, down, tied = d.signs
+        return f"{what}: a seed never reached, by count: {up} for, {down} against, {tied} tied"
     if d.interval is None:
         return f"{what}: {d.n} seed{'s' if d.n != 1 else ''}, no interval"
+    if d.tie:
+        at = " at 0, where it cannot separate them" if d.outcome == rule.INCONCLUSIVE else ""
+        return f"{what}: equal on every seed{at} ({d.n} seeds)"
     m, lo, hi = d.interval
     return f"{what}: {m:+.3g} [{lo:+.3g}, {hi:+.3g}] ({d.n} seeds)"
 
@@ -114,7 +120,8 @@ def _pair(v, a: Ref, b: Ref, lower: bool, drift: float = 0.0) -> rule.Decision:
     """'a beats b': a < b (lower) or a > b, paired over the seeds; by more than drift x a's
     mean where the measurement drifts (decision.less's margin)."""
     sa, sb = v.seeds(*a), v.seeds(*b)
-    margin = drift * abs(v.mean(*a)) if drift else 0.0
+    mean = v.mean(*a)
+    margin = drift * abs(mean) if drift and math.isfinite(mean) else 0.0
     return rule.less(sa, sb, margin) if lower else rule.less(sb, sa, margin)
 
 
@@ -279,7 +286,7 @@ def reached(refs: list[Ref], stated: str = "") -> Callable:
         seeds = [v.seeds(*r) for r in refs]
         if any(math.isinf(v.mean(*r)) for r in refs):
             outcome = rule.NOT_REPRODUCED
-        elif any(s.larger for s in seeds):
+        elif any(s.larger or not all(map(math.isfinite, s.values.values())) for s in seeds):
             outcome = rule.INCONCLUSIVE
         else:
             outcome = rule.REPRODUCED

@@ -12,11 +12,17 @@ A claim is reproduced, not reproduced, or inconclusive, decided over seeds:
   reversed, each judged as a difference; inconclusive otherwise;
 - an equality within a tolerance (a ratio near the paper's, a value inside the paper's interval)
   holds where our interval lies within the tolerance, fails where it lies wholly outside it;
-- rounds (or seconds) to a target: a seed that never reached it is censored at "> R" (R its
-  rounds run), never dropped. It enters at R, the least it can be, and the censoring's direction
-  decides: a censored value can only be larger, so the claim that the censored cell is the larger
-  one may hold (and its opposite fail), while the claim that it is the smaller one can at most
-  fail (where the interval at R already says so) or be inconclusive.
+- rounds (or seconds) to a target: a seed that never reached it (it diverged, or ran all its
+  rounds without reaching it) is "never" (+inf), never dropped. A paired difference with a never
+  seed has no finite mean, so no interval: the rule then counts seeds in each direction (both
+  never: a tie) and decides where at least two seeds differ and every one that differs points
+  the same way; else inconclusive. The count replaces the interval, so a never seed against the
+  direction the finite seeds' interval would decide makes the claim inconclusive (never the
+  other way), and one with it leaves it decided. With 3 seeds the count is weaker than the
+  interval (3 of 3 by chance: 1 in 8);
+- a tie (every seed exactly equal) refutes a claimed difference (not reproduced), except at
+  the floor 0 (both converged exactly, e.g. a loss or distance of 0 on every seed), where the
+  measure cannot separate them: "tie at 0", counted inconclusive.
 
 Pure arithmetic: no torch, pandas or other fedbench module.
 """
@@ -31,11 +37,14 @@ LEVEL = 0.95
 RULE = (
     "decision rule: a claim is reproduced, not reproduced or inconclusive over seeds; a "
     "difference or order counts only where the Student-t 95% interval of its paired seed "
-    "differences excludes zero (one seed: inconclusive; zero on every seed: not reproduced); an "
-    "equality holds where the interval "
-    "lies within its tolerance, fails where it lies outside; a seed that never reached the "
-    "target is censored at '> R' (it enters at R, and can only make its cell larger: it may "
-    "confirm that cell as the larger, never as the smaller)"
+    "differences excludes zero (one seed: inconclusive; equal on every seed: not reproduced, "
+    "but a tie at 0, where the measure cannot separate them, inconclusive); an equality holds "
+    "where the interval lies within its tolerance, fails where it lies outside; a seed that "
+    "never reached the target (diverged, or not within its "
+    "rounds) is 'never' (+inf): where a pair has one, seeds are counted in each direction "
+    "(both never: a tie) and the claim is decided only where at least two differ and all that "
+    "differ agree, else inconclusive (with 3 seeds a weaker test than the interval: 1 in 8 by "
+    "chance)"
 )
 
 
@@ -130,31 +139,57 @@ class Decision:
     outcome: str  # reproduced | not reproduced | inconclusive
     interval: tuple[float, float, float] | None  # (mean, low, high) of what was tested
     n: int  # seeds it was decided over
+    # where a seed was never (+inf): seeds (for, against, tied) the claim, counted instead
+    signs: tuple[int, int, int] | None = None
+    tie: bool = False  # every seed exactly equal: nothing to decide
 
     @property
     def holds(self) -> bool | None:
         return {REPRODUCED: True, NOT_REPRODUCED: False}.get(self.outcome)
 
 
+def _by_signs(diffs: Sequence[float], margin: float) -> Decision:
+    """A pair with a never seed: count the seeds each way (nan, never against never: a tie);
+    decided where at least two differ and every one that differs agrees."""
+    up = sum(d > margin for d in diffs)
+    down = sum(d < -margin for d in diffs)
+    tied = len(diffs) - up - down
+    outcome = INCONCLUSIVE
+    if up >= 2 and not down:
+        outcome = REPRODUCED
+    elif down >= 2 and not up:
+        outcome = NOT_REPRODUCED
+    return Decision(outcome, None, len(diffs), signs=(up, down, tied))
+
+
 def less(x: Seeds, y: Seeds, margin: float = 0.0) -> Decision:
     """The claim x < y, decided on the paired differences y_s - x_s over the seeds both hold;
     with a margin (a measurement's drift, e.g. seconds under a changing load), the interval
-    must clear it: above +margin (reproduced), below -margin (not), else inconclusive.
+    must clear it: above +margin (reproduced), below -margin (not), else inconclusive. A
+    never seed (+inf) makes the pair a count of seeds each way (_by_signs); every seed equal is
+    a tie (not reproduced; at 0 on every seed, inconclusive).
 
-    Censoring moves a difference one way only: a seed of x that may be larger (or of y that may
-    be smaller) can only shrink y - x, so the claim cannot be confirmed through it; one of y that
-    may be larger (or of x smaller) can only grow it, so the claim cannot be refuted through it."""
+    Censoring at a bound moves a difference one way only: a seed of x that may be larger (or of
+    y that may be smaller) can only shrink y - x, so the claim cannot be confirmed through it;
+    one of y that may be larger (or of x smaller) can only grow it, so the claim cannot be
+    refuted through it."""
     common = sorted(set(x.values) & set(y.values))
     diffs = [y.values[s] - x.values[s] for s in common]
+    if not all(math.isfinite(d) for d in diffs):
+        return _by_signs(diffs, margin)
     iv = t_interval(diffs)
     if iv is None:
         return Decision(INCONCLUSIVE, None, len(common))
     _, lo, hi = iv
     shrinks = any(s in x.larger or s in y.smaller for s in common)
     grows = any(s in y.larger or s in x.smaller for s in common)
+    if not any(diffs):  # the claimed difference is not there; at the floor 0 it cannot be
+        floor = not any(x.values[s] for s in common)
+        out = INCONCLUSIVE if floor or grows else NOT_REPRODUCED
+        return Decision(out, iv, len(common), tie=True)
     if lo > margin and not shrinks:
         return Decision(REPRODUCED, iv, len(common))
-    if (hi < -margin or not any(diffs)) and not grows:  # every seed equal: nothing to claim
+    if hi < -margin and not grows:
         return Decision(NOT_REPRODUCED, iv, len(common))
     return Decision(INCONCLUSIVE, iv, len(common))
 
@@ -182,6 +217,11 @@ def within(values: Seeds, low: float, high: float) -> Decision:
     """Our mean's interval inside [low, high] (reproduced) or wholly outside it (not
     reproduced); censored seeds can only confirm a miss on their own side."""
     vals = list(values.values.values())
+    if not all(math.isfinite(v) for v in vals):  # a never seed: count the seeds each side
+        above, below = sum(v > high for v in vals), sum(v < low for v in vals)
+        one_side = len(vals) >= 2 and len(vals) in (above, below)
+        signs = (len(vals) - above - below, above + below, 0)  # (inside, outside, -)
+        return Decision(NOT_REPRODUCED if one_side else INCONCLUSIVE, None, len(vals), signs)
     iv = t_interval(vals)
     if iv is None:
         return Decision(INCONCLUSIVE, None, len(vals))
@@ -198,6 +238,8 @@ def ratios(num: Seeds, den: Seeds) -> Seeds:
     larger makes its ratio one that may be larger, a denominator that may be larger one that
     may be smaller."""
     common = [s for s in sorted(set(num.values) & set(den.values)) if den.values[s] > 0]
+    # never over never has no ratio; never over a number is +inf, a number over never 0
+    common = [s for s in common if math.isfinite(num.values[s]) or math.isfinite(den.values[s])]
     return Seeds(
         {s: num.values[s] / den.values[s] for s in common},
         frozenset(s for s in common if s in num.larger or s in den.smaller),

@@ -33,13 +33,15 @@ class CellView:
         return c.mean
 
     def seeds(self, row, col) -> Seeds | None:
-        """The cell's per-seed values, censored ones at their caps ('> R': may be larger); an
-        exact cell (a constant, a derived number) is one value."""
+        """The cell's per-seed values, a seed that never reached the target (it diverged, or
+        ran its rounds without reaching it) at +inf ('never'; the tables show it at its cap);
+        an exact cell (a constant, a derived number) is one value."""
         c, m = self._get(row, col), self.mean(row, col)
         if m is None or isinstance(m, str):
             return None
         if c.seed_values:
-            return Seeds(dict(c.seed_values), frozenset(c.censored))
+            vals = {s: math.inf if s in c.censored else v for s, v in c.seed_values.items()}
+            return Seeds(vals)
         return Seeds({0: float(m)})
 
     def text(self, row, col) -> str:
