@@ -60,9 +60,9 @@ def time_line(configs: list[RunConfig], results: Path, jobs: int, shipped: bool 
     if not configs:
         return "expected time: nothing to run"
     device = this_device(configs[0])
-    from fedbench.results.store import default_store
+    from fedbench.results.store import store_root
 
-    shipped = shipped and default_store() is not None
+    shipped = shipped and store_root() is not None
     guess = Rates.read(results, shipped).estimate(configs, device)
     where = f"{results}" + (" and the shipped store" if shipped else "")
     if not guess.timed:
