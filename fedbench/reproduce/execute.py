@@ -46,24 +46,21 @@ def run_units(rp: ReproPlan, executor, deadline, jobs: int, level: str) -> Outco
 
     out = Outcome()
     deadline.arm(round_seconds(rp))
-    units = rp.runnable
-    i = 0
     try:
-        for i, unit in enumerate(units):
+        for unit in rp.runnable:
             runs = fitting(unit.own, rp.rates, rp.device, deadline.left(), jobs)
             if runs:
                 _run_unit(rp, unit, runs, executor, level, out)
             if len(runs) < len(unit.own):  # the rest would not end in time
                 out.budget_ended = True
-                out.not_started = sum(len(u.own) for u in units[i:]) - len(runs)
                 break
     except KeyboardInterrupt:
         if not deadline.expired:
             raise
         out.budget_ended = True
-        out.not_started = sum(len(u.own) for u in units[i + 1 :])
     finally:
         deadline.disarm()
+    out.not_started = len(rp.todo) - sum(len(r.outcomes) for r in out.reports)
     return out
 
 

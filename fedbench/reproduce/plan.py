@@ -152,10 +152,11 @@ def committed_selection(name: str, dataset: str, results: str):
 def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip") -> ReproPlan:
     """Every unit's runs, planned together (fedbench.sweep.plan_sweep), then ordered."""
     from fedbench.identity import config_hash
+    from fedbench.results.store import store_root
     from fedbench.sweep import dedupe, plan_sweep, table_configs
 
     folder = results_folder(results, scale)
-    rp = ReproPlan([], folder, scale, shipped=scale != "quick")
+    rp = ReproPlan([], folder, scale, shipped=scale != "quick" and store_root() is not None)
     for spec in specs:
         for ds in spec.variants(dataset):
             sel, note = unit_selection(spec, ds, scale, folder)

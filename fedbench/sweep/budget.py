@@ -85,6 +85,10 @@ class Deadline:
 
     def _stop(self) -> None:
         self.expired = True
+        try:
+            os.write(2, b"fedbench: the budget ends: stopping the runs at the end of a round\n")
+        except OSError:
+            pass
         os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler's stop: every executor handles it
 
     def disarm(self) -> None:
