@@ -137,10 +137,14 @@ def test_the_plan_names_the_preset_a_bare_dataset_picks(tmp_path, monkeypatch):
     assert "preset: default (what --dataset synthetic starts from; --preset names another)" in (
         r.stdout
     )
-    assert "compute: 1 runs, 50 rounds: 1 runs x 50 rounds of logreg (D 610) on synthetic" in (
+    assert (
+        "compute: 1 runs, 50 rounds (~1.5e+10 FLOP): 1 runs x 50 rounds of logreg (D 610) on"
+        in (r.stdout)
+    )
+    # no store here (conftest): nothing comparable anywhere
+    assert "expected time: unknown (no finished run comparable to these settings on any" in (
         r.stdout
     )
-    assert "expected time: unknown (no finished run of these settings on cpu (" in r.stdout
 
 
 def _finished_run(results: Path, cfg, seconds: float, device: str, stack: int = 1) -> None:
@@ -166,14 +170,49 @@ def test_the_expected_time_comes_from_finished_runs_on_this_cpu(tmp_path):
     _finished_run(res, runs[2], 999, "cpu (Other CPU, x86_64, AVX2, 1 threads)")  # not here
     _finished_run(res, runs[3], 60, here.replace(")", ", 1 threads)"), stack=6)  # 0.2 s a round
     todo = runs[4:] + [build_config("default", None, {"seed": 9, "method": "fedprox"})]
-    line = estimate.time_line(todo, res, jobs=1)
+    line = estimate.time_line(todo[:2], res, jobs=1, shipped=False)
     median = sorted([0.2, 0.6, 0.2])[1]
-    assert line.startswith(f"expected time: {2 * 50 * median:.0f} s for 2 of 3 runs on {here}")
-    assert "rates of 3 finished runs of the same settings" in line
-    assert line.endswith("1 runs have no measured rate here yet")
-    assert estimate.time_line(todo, res, jobs=2).startswith(
-        f"expected time: {50 * median:.0f} s for 2 of 3 runs"
-    )
+    assert line.startswith(f"expected time: {2 * 50 * median:.0f} s on {here}")
+    assert "rates of 3 finished runs in " in line
+    assert line.endswith("2 from runs of the same settings on this device")
+    # FedProx never ran here: FedAvg's rate scaled by the FLOPs of a round (the same here)
+    line = estimate.time_line(todo, res, jobs=2, shipped=False)
+    assert line.startswith(f"expected time: {3 * 50 * median / 2:.0f} s on {here}")
+    assert "1 from like settings (same dataset and model) scaled by FLOPs a round" in line
+
+
+def test_a_setting_run_only_elsewhere_is_scaled_by_the_devices_ratio(tmp_path):
+    from fedbench.assembly import build_config
+
+    here = estimate.this_device(build_config("default"))
+    other = "cpu (Other CPU, x86_64, AVX2)"
+    res = tmp_path / "r"
+    runs = [build_config("default", None, {"seed": s}) for s in range(3)]
+    wide = [build_config("default", None, {"seed": s, "K": 20}) for s in range(3)]
+    _finished_run(res, runs[0], 10, here)  # 0.2 s a round here, 0.4 s there: factor 0.5
+    _finished_run(res, runs[1], 20, other)
+    _finished_run(res, wide[0], 100, other)  # K 20 only there: 2 s a round -> 1 s here
+    line = estimate.time_line([wide[1]], res, jobs=1, shipped=False)
+    assert line.startswith(f"expected time: 50 s on {here}"), line
+    assert f"the same settings on {other} scaled by the devices' ratio" in line
+
+
+def test_nothing_comparable_is_unknown_and_says_so(tmp_path):
+    from fedbench.assembly import build_config
+
+    cfg = build_config("default")
+    line = estimate.time_line([cfg], tmp_path / "none", jobs=1, shipped=False)
+    assert line.startswith("expected time: unknown (no finished run comparable to these")
+
+
+def test_the_compute_line_counts_resized_inputs():
+    from fedbench.assembly import build_config
+    from fedbench.sweep.rates import round_flops
+
+    big = build_config("fedlga-cifar100")  # ResNet-20 at 224 px (issue 31 #10)
+    small = build_config("fedlga-cifar100", None, {"resize": None})
+    assert round_flops(big) == pytest.approx(round_flops(small) * (224 / 32) ** 2)
+    assert "inputs resized to 224 px" in estimate.model_line([big])
 
 
 def test_device_labels_drop_only_the_thread_count():

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import click
 
-from fedbench.cli import calibrate, check, data, docs, info, plot, store, sweep, table, train
+from fedbench.cli import (
+    calibrate,
+    check,
+    data,
+    docs,
+    info,
+    plot,
+    reproduce,
+    store,
+    sweep,
+    table,
+    train,
+)
 from fedbench.cli import options as opt
 from fedbench.cli.common import OneLineError
 from fedbench.errors import FedbenchError
@@ -117,7 +129,7 @@ def _take_plugins(command: click.Command) -> None:
         _take_plugins(sub)
 
 
-for _module in (train, sweep, table, plot, data, info, check, calibrate, store, docs):
+for _module in (train, sweep, reproduce, table, plot, data, info, check, calibrate, store, docs):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 _take_plugins(cli)

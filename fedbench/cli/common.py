@@ -1,5 +1,6 @@
 """What several commands share besides their options: the one-line error, checks of folder and
-seed options, the command line as one source of config fields, and the runs a table names."""
+seed options, the command line as one source of config fields; the runs a table names are
+fedbench.tables.selection's (thin wrappers here check --results first)."""
 
 from __future__ import annotations
 
@@ -93,61 +94,30 @@ def command_line(sets, flags: dict, options: dict | None = None) -> dict:
 
 
 def make_selection(dataset, seeds, preset, sets, results, add_methods=()):
-    """The runs a paper table refers to; every key, value, seed, preset and added method
-    checked here, so that a typo stops with one line instead of leaving every cell n/a."""
-    from fedbench.assembly import apply_overrides
-    from fedbench.config import RunConfig
-    from fedbench.presets import get_preset
-    from fedbench.sweep import parse_list
-    from fedbench.tables import Selection
+    """The runs a paper table refers to (fedbench.tables.selection), --results checked first."""
+    from fedbench.tables.selection import make_selection as select
 
-    seed_list = parse_list(seeds, "--seeds", int)
-    check_seeds(seed_list)
-    if preset:
-        get_preset(preset)
-    overrides = command_line(sets, {})
-    apply_overrides(RunConfig(), overrides)  # each key known, each value valid on its own
+    sel = select(dataset, seeds, preset, sets, results, add_methods)
     check_folder(results, "--results")
-    return Selection(
-        dataset=dataset,
-        seeds=tuple(seed_list) if seed_list is not None else None,
-        preset=preset,
-        sets=overrides,
-        results=str(results),
-        additions=tuple(a.text for a in _additions(add_methods)),
-        plugins=given_plugins() if add_methods else (),
-    )
-
-
-def _additions(add_methods) -> list:
-    from fedbench.tables.additions import parse_addition
-
-    return [parse_addition(text) for text in add_methods or ()]
+    return sel
 
 
 def given_plugins() -> tuple[str, ...]:
-    """The plugins this command loaded from --plugin or FEDBENCH_PLUGINS (not entry points:
-    installed packages load themselves), as given: the commands a table with rows added prints
-    repeat them (a paper table's own commands stay as they were)."""
-    from fedbench.plugins import LOADED
+    from fedbench.tables.selection import given_plugins as given
 
-    return tuple(p.source for p in LOADED.values() if not p.source.startswith("entry point "))
+    return given()
 
 
 def with_additions(spec, sel):
-    """The table spec with the selection's added rows (fedbench.tables.additions)."""
-    from fedbench.tables.additions import add_rows
+    from fedbench.tables.selection import with_additions as add
 
-    return add_rows(spec, _additions(sel.additions))
+    return add(spec, sel)
 
 
 def apply_calibration(spec, sel, calibrated: bool):
-    """(selection, header line): unchanged without --calibrated."""
-    if not calibrated:
-        return sel, None
-    from fedbench.tables.calibration import calibrated_selection
+    from fedbench.tables.selection import apply_calibration as apply
 
-    return calibrated_selection(spec, sel)
+    return apply(spec, sel, calibrated)
 
 
 def table_selection(spec, dataset, seeds, preset, sets, results, calibrated, add_methods=()):

@@ -1,76 +1,23 @@
-"""A sweep's compute, said before it runs: runs x rounds x model, and the time it should take on
-this device at the rates of finished runs of the same setting in the results folder.
-
-A rate is a finished run's wall time (start to end: data loading, training, evaluation) per
-round, divided by its stack size (runs trained together in one pass share that time), from runs
-on this device: the same CPU model and instruction set (any thread count), or the same GPU. A
-setting is what sets a round's work (RATE_FIELDS); its rate is the median over its runs. A run
-with no such rate is counted and left out of the time."""
+"""A sweep's compute, said before it runs: runs x rounds x model (its FLOPs, resized inputs
+counted), and the time it should take on this device at the measured rates of finished runs in
+the results folder and the shipped store (fedbench.sweep.rates says how a rate is found: the same
+setting here, the same setting on another device scaled, or a like setting scaled by FLOPs)."""
 
 from __future__ import annotations
 
-import re
-import statistics
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 
 from fedbench.config import RunConfig
+from fedbench.sweep.rates import RATE_FIELDS, Rates, device_label, rate_key, run_rate
 
-RATE_FIELDS = (
-    "dataset",
-    "model",
-    "hidden",
-    "resize",
-    "clients_per_round",
-    "batch_size",
-    "local_steps",
-    "local_epochs",
-    "eval_every",
-    "eval_train",
-    "dtype",
-    "method",
-)
-_THREADS = re.compile(r", \d+ threads?\)$")
+__all__ = ["RATE_FIELDS", "device_label", "rate_key", "run_rate"]
 
 
-def device_label(name: str | None) -> str:
-    """A run.json device_name without its thread count: 'cpu (AMD EPYC, x86_64, AVX512)'."""
-    return _THREADS.sub(")", name or "?")
-
-
-def rate_key(config: dict) -> tuple:
-    return tuple(str(config.get(f)) for f in RATE_FIELDS)
-
-
-def run_rate(meta: dict) -> float | None:
-    """Wall seconds per round of one finished run (see the module's docstring), or None."""
-    try:
-        wall = datetime.fromisoformat(meta["ended"]) - datetime.fromisoformat(meta["started"])
-        rounds = int(meta["summary"]["rounds_run"])
-        stack = max(1, int(meta.get("stack_size") or 1))
-    except (KeyError, TypeError, ValueError):
-        return None
-    if rounds <= 0 or wall.total_seconds() <= 0:
-        return None
-    return wall.total_seconds() / rounds / stack
-
-
-def measured_rates(results: Path, device: str) -> dict[tuple, list[float]]:
-    """{setting: wall seconds per round of each finished run on `device`} in results."""
-    from fedbench.results import RunIndex
-
-    rates: dict[tuple, list[float]] = defaultdict(list)
-    if not Path(results).is_dir():
-        return rates
-    # a damaged record has no rate; the plan has already said what it reruns
-    for rec in RunIndex(results, on_error="skip", must_exist=False).records():
-        if rec.status != "complete" or device_label(rec.meta.get("device_name")) != device:
-            continue
-        rate = run_rate(rec.meta)
-        if rate is not None:
-            rates[rate_key(rec.config)].append(rate)
-    return rates
+def measured_rates(results: Path, device: str, shipped=False) -> dict[tuple, list[float]]:
+    """{setting: wall seconds per round of each finished run on `device`} in results (and the
+    shipped store, with shipped=True)."""
+    return Rates.read(results, shipped).by_device.get(device, {})
 
 
 def this_device(cfg: RunConfig) -> str:
@@ -81,48 +28,58 @@ def this_device(cfg: RunConfig) -> str:
 
 
 def model_line(configs: list[RunConfig]) -> str:
-    """runs x rounds x model (D parameters) on a dataset, for each such group."""
+    """runs x rounds x model (D parameters, inputs resized) on a dataset, for each such group,
+    and the FLOPs of the whole (fedbench.sweep.rates.round_flops) where every config has one."""
     from fedbench.resources import data_shape, model_dim
+    from fedbench.sweep.rates import round_flops
 
     groups: dict[str, int] = defaultdict(int)
+    flops = 0.0
     for cfg in configs:
         shape = data_shape(cfg)
-        size = f" (D {model_dim(cfg, shape):,})" if shape is not None else ""
-        groups[f"{cfg.rounds} rounds of {cfg.model}{size} on {cfg.dataset}"] += 1
+        size = f"D {model_dim(cfg, shape):,}" if shape is not None else ""
+        px = f"inputs resized to {cfg.resize} px" if cfg.resize else ""
+        what = ", ".join(x for x in (size, px) if x)
+        groups[
+            f"{cfg.rounds} rounds of {cfg.model}{f' ({what})' if what else ''} on {cfg.dataset}"
+        ] += 1
+        per_round = round_flops(cfg) if flops is not None else None
+        flops = None if per_round is None else flops + per_round * cfg.rounds
     parts = [f"{n} runs x {what}" for what, n in groups.items()]
     more = f"; and {len(parts) - 3} more settings" if len(parts) > 3 else ""
-    return f"compute: {sum(groups.values())} runs, {sum(c.rounds for c in configs):,} rounds: " + (
-        "; ".join(parts[:3]) + more
+    total = f" (~{flops:.2g} FLOP)" if flops else ""
+    return (
+        f"compute: {sum(groups.values())} runs, {sum(c.rounds for c in configs):,} rounds{total}: "
+        + ("; ".join(parts[:3]) + more)
     )
 
 
-def time_line(configs: list[RunConfig], results: Path, jobs: int) -> str:
-    """The expected time of the configs on this device, and where its rate comes from."""
+def time_line(configs: list[RunConfig], results: Path, jobs: int, shipped: bool = True) -> str:
+    """The expected time of the configs on this device, and where its rates come from
+    (fedbench.sweep.rates: runs here, on another device scaled, or scaled by FLOPs)."""
     if not configs:
         return "expected time: nothing to run"
     device = this_device(configs[0])
-    rates = measured_rates(results, device)
-    seconds, timed, used = 0.0, 0, set()
-    for cfg in configs:
-        key = rate_key(cfg.to_dict())
-        if rates.get(key):
-            seconds += cfg.rounds * statistics.median(rates[key])
-            timed += 1
-            used.add(key)
-    sources = sum(len(rates[key]) for key in used)
-    if not timed:
+    from fedbench.results.store import store_root
+
+    shipped = shipped and store_root() is not None
+    guess = Rates.read(results, shipped).estimate(configs, device)
+    where = f"{results}" + (" and the shipped store" if shipped else "")
+    if not guess.timed:
         return (
-            f"expected time: unknown (no finished run of these settings on {device} in "
-            f"{results} yet: each finished run gives its setting's rate)"
+            f"expected time: unknown (no finished run comparable to these settings on any "
+            f"device in {where} yet: each finished run gives its setting's rate)"
         )
-    untimed = len(configs) - timed
+    untimed = len(configs) - guess.timed
     return (
-        f"expected time: {_duration(seconds / jobs)}"
-        + (f" for {timed} of {len(configs)} runs" if untimed else "")
-        + f" on {device}, at the wall-time rates of {sources} finished "
-        + ("run" if sources == 1 else "runs")
-        + f" of the same settings in {results}"
-        + (f"; {untimed} runs have no measured rate here yet" if untimed else "")
+        f"expected time: {_duration(guess.seconds / jobs)}"
+        + (f" for {guess.timed} of {len(configs)} runs" if untimed else "")
+        + f" on {device}, {guess.source_text(where)}"
+        + (
+            f"; {untimed} runs have no comparable run yet ({guess.untimed_text()})"
+            if untimed
+            else ""
+        )
     )
 
 

@@ -1,0 +1,255 @@
+"""The plan of a reproduction: every run the chosen tables need at a scale, runs shared between
+tables planned once, what the results folder or the shipped store already holds, the order and
+the expected time of each table (docs/usage.md, "Reproducing a paper")."""
+
+from __future__ import annotations
+
+import math
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedbench.errors import FedbenchError
+from fedbench.identity import run_id
+
+SCALES = ("paper", "cut", "quick")
+ORDERS = ("cheapest", "listed")
+QUICK_ROUNDS = 2  # quick: the first seed, this many rounds: the pipeline end to end in minutes
+QUICK_DIR = "quick"  # quick runs live in RESULTS/quick, never beside paper-scale ones
+
+
+def paper_of(spec) -> str:
+    """The paper a table belongs to: its module's name (fedbench.papers.fedlga_readings ->
+    fedlga)."""
+    return spec.build.__module__.rsplit(".", 1)[-1].split("_")[0]
+
+
+def paper_tables() -> dict[str, list]:
+    """{paper: its tables of runs}, in registry order."""
+    from fedbench.tables import TABLES
+
+    out: dict[str, list] = {}
+    for spec in TABLES.values():
+        if spec.is_table and spec.seeds:
+            out.setdefault(paper_of(spec), []).append(spec)
+    return out
+
+
+def choose_tables(papers, every: bool, tables: str | None, dataset: str | None) -> list:
+    """The specs asked for; an unknown paper, table or dataset is one line."""
+    known = paper_tables()
+    if every and papers:
+        raise FedbenchError("give papers or --all, not both")
+    if not every and not papers and not tables:
+        raise FedbenchError(f"reproduce what? name papers ({', '.join(known)}) or pass --all")
+    for p in papers:
+        if p not in known:
+            raise FedbenchError(f"unknown paper {p!r}; choose one of: {', '.join(known)}")
+    chosen = [s for p, specs in known.items() if every or not papers or p in papers for s in specs]
+    if tables:
+        names = [t.strip() for t in tables.split(",") if t.strip()]
+        for name in names:
+            if name not in {s.name for s in chosen}:
+                raise FedbenchError(
+                    f"unknown table {name!r} here; choose from: {', '.join(s.name for s in chosen)}"
+                )
+        chosen = [s for s in chosen if s.name in names]
+    if dataset:
+        chosen = [s for s in chosen if dataset in s.datasets]
+        if not chosen:
+            raise FedbenchError(f"no chosen table has dataset {dataset!r}")
+    return chosen
+
+
+@dataclass
+class Unit:
+    """One table on one dataset, and its runs."""
+
+    spec: object
+    dataset: str
+    selection: object
+    configs: list = field(default_factory=list)
+    unavailable: dict = field(default_factory=dict)
+    todo: list = field(default_factory=list)  # its runs not done (shared ones included)
+    own: list = field(default_factory=list)  # the runs this unit runs (not an earlier one)
+    done: int = 0
+    busy: int = 0
+    missing: str | None = None  # its data is not here: why (its runs cannot run)
+    seconds: float | None = 0.0  # expected time of `own` (None: some have no estimate)
+    scale_note: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.spec.name} ({self.dataset})"
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.configs) and not self.todo and not self.busy
+
+    @property
+    def rounds(self) -> int:
+        return sum(c.rounds for c in self.own)
+
+
+@dataclass
+class ReproPlan:
+    units: list
+    results: Path
+    scale: str
+    shipped: bool
+    plan: object = None  # the sweep Plan of every unit's runs together
+    estimate: object = None  # fedbench.sweep.rates.Estimate of every run to do
+    rates: object = None  # fedbench.sweep.rates.Rates read once
+    device: str = ""
+
+    @property
+    def runnable(self) -> list:
+        return [u for u in self.units if u.own]
+
+    @property
+    def todo(self) -> list:
+        return [c for u in self.units for c in u.own]
+
+
+def results_folder(results: str | Path, scale: str) -> Path:
+    return Path(results) / QUICK_DIR if scale == "quick" else Path(results)
+
+
+def unit_selection(spec, dataset: str, scale: str, results: Path):
+    """(selection, note) of a table on a dataset at a scale."""
+    from fedbench.tables.selection import make_selection
+
+    if scale == "quick":
+        sets = (f"rounds={QUICK_ROUNDS}",)
+        return make_selection(dataset, spec.seeds[:1], None, sets, results), None
+    if scale == "cut":
+        sel = committed_selection(spec.name, dataset, str(results))
+        if sel is not None:
+            return sel, None
+        note = "no committed table file: at the paper's scale"
+        return make_selection(dataset, None, None, (), results), note
+    return make_selection(dataset, None, None, (), results), None
+
+
+def committed_selection(name: str, dataset: str, results: str):
+    """The selection of the committed table file (tables/ of this source tree) of a table on a
+    dataset: the cut scale its runs were made at; None when there is none."""
+    import fedbench
+    from fedbench.tables.report import _made_by, parse_table_command
+
+    folder = Path(fedbench.__file__).resolve().parents[1] / "tables"
+    for path in sorted(folder.glob(f"{name}*.md")) if folder.is_dir() else []:
+        cmd = _made_by(path)
+        parsed = parse_table_command(cmd, results) if cmd else None
+        if not parsed or parsed[0] != name or "--calibrated" in parsed[2]:
+            continue
+        if parsed[1].dataset in (dataset, None):
+            return parsed[1]
+    return None
+
+
+def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip") -> ReproPlan:
+    """Every unit's runs, planned together (fedbench.sweep.plan_sweep), then ordered."""
+    from fedbench.identity import config_hash
+    from fedbench.results.store import store_root
+    from fedbench.sweep import dedupe, plan_sweep, table_configs
+
+    folder = results_folder(results, scale)
+    rp = ReproPlan([], folder, scale, shipped=scale != "quick" and store_root() is not None)
+    for spec in specs:
+        for ds in spec.variants(dataset):
+            sel, note = unit_selection(spec, ds, scale, folder)
+            configs, unavailable = table_configs(spec, sel)
+            rp.units.append(Unit(spec, ds, sel, configs, unavailable, scale_note=note))
+    everything = dedupe([c for u in rp.units for c in u.configs])
+    with _no_download():  # a plan reads what is here; the runs fetch their data themselves
+        rp.plan = plan_sweep(everything, folder, on_error=on_error, shipped=rp.shipped)
+    todo = {config_hash(c) for c in rp.plan.todo}
+    busy = set(rp.plan.busy)
+    for u in rp.units:
+        u.todo = [c for c in u.configs if config_hash(c) in todo]
+        u.busy = sum(run_id(c) in busy for c in u.configs)
+        u.done = len(u.configs) - len(u.todo) - u.busy
+    _check_data(rp.units)
+    _order(rp, order)
+    return rp
+
+
+@contextmanager
+def _no_download():
+    before = os.environ.get("FEDBENCH_NO_DOWNLOAD")
+    os.environ["FEDBENCH_NO_DOWNLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["FEDBENCH_NO_DOWNLOAD"]
+        else:
+            os.environ["FEDBENCH_NO_DOWNLOAD"] = before
+
+
+def _check_data(units) -> None:
+    """A unit whose data is not here and cannot be downloaded is left out, with why (short:
+    the dataset, why not, and the command that gets it)."""
+    from fedbench.resources import missing_data
+
+    for u in units:
+        if u.todo:
+            errors, _ = missing_data(u.todo, download=False)
+            u.missing = _short(errors[0], u.dataset) if errors else None
+
+
+def _short(error: str, dataset: str) -> str:
+    why = error.rsplit("[", 1)[-1].rstrip("]") if error.endswith("]") else ""
+    name = error.split(" not found", 1)[0] if " not found" in error else dataset
+    return f"no {name} data here" + (f" ({why})" if why else "") + f"; fedbench data get {name}"
+
+
+def _order(rp: ReproPlan, order: str) -> None:
+    """Units done first, then (cheapest) the one whose runs not yet planned are expected to take
+    least, again and again, so that a budget that ends leaves whole tables; (listed) in the
+    registry's order. Units whose data is missing last. Each unit's `own` runs are set."""
+    from fedbench.sweep.estimate import this_device
+    from fedbench.sweep.rates import Rates
+
+    rates = rp.rates = Rates.read(rp.results, rp.shipped)
+    runnable = [c for u in rp.units if not u.missing for c in u.todo]
+    rp.device = this_device(runnable[0]) if runnable else ""
+    planned: set[str] = set()
+    left = [u for u in rp.units if not u.missing]
+    ordered = []
+    while left:
+        costs = [(_cost(u, planned, rates, rp.device), i) for i, u in enumerate(left)]
+        pick = min(costs)[1] if order == "cheapest" else 0
+        u = left.pop(pick)
+        u.own = [c for c in u.todo if run_id(c) not in planned]
+        u.seconds = _seconds(u.own, rates, rp.device)
+        planned.update(run_id(c) for c in u.own)
+        ordered.append(u)
+    rp.units = ordered + [u for u in rp.units if u.missing]
+    rp.estimate = rates.estimate(rp.todo, rp.device) if rp.todo else None
+
+
+def _cost(u: Unit, planned: set, rates, device: str) -> tuple:
+    own = [c for c in u.todo if run_id(c) not in planned]
+    seconds = _seconds(own, rates, device)
+    return (bool(own), math.inf if seconds is None else seconds, len(own))
+
+
+def _seconds(configs, rates, device: str) -> float | None:
+    """Expected seconds of the configs; None when any has no estimate."""
+    if not configs:
+        return 0.0
+    guess = rates.estimate(configs, device)
+    return guess.seconds if guess.timed == len(configs) else None
+
+
+def round_seconds(rp: ReproPlan) -> float:
+    """The longest expected round of the runs to do (how early a deadline's stop is asked)."""
+    longest = 0.0
+    for c in rp.todo:
+        found = rp.rates.config_rate(c, rp.device)
+        if found is not None:
+            longest = max(longest, found[0])
+    return longest

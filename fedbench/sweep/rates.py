@@ -1,0 +1,228 @@
+"""Measured rates: how long a round of a setting takes, from the finished runs in a results
+folder and the shipped store, and an estimate of a list of configs on this device.
+
+A rate is a finished run's wall time (start to end: data loading, training, evaluation) per
+round, divided by its stack size (runs trained together in one pass share that time). A device
+is the CPU model and instruction set (any thread count), or the GPU. A setting is what sets a
+round's work (RATE_FIELDS); its rate is the median over its runs. A config's rate, first found:
+1. here: its setting's runs on this device;
+2. device: its setting's runs on another device, times that device's factor: the median ratio
+   of this device's rate to that device's over the settings both have run (unscaled when they
+   share none, and said so);
+3. flops: the runs of the nearest setting of the same dataset and model (here, else on another
+   device as in 2), times the ratio of their FLOPs a round (round_flops: resized inputs and the
+   local steps counted).
+A config with none of these (a dataset and model never run anywhere) has no estimate."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from fedbench.config import RunConfig
+
+RATE_FIELDS = (
+    "dataset",
+    "model",
+    "hidden",
+    "resize",
+    "clients_per_round",
+    "batch_size",
+    "local_steps",
+    "local_epochs",
+    "eval_every",
+    "eval_train",
+    "dtype",
+    "method",
+)
+FAMILY = 2  # RATE_FIELDS[:FAMILY]: what a FLOPs scaling keeps (dataset and model)
+_THREADS = re.compile(r", \d+ threads?\)$")
+
+
+def device_label(name: str | None) -> str:
+    """A run.json device_name without its thread count: 'cpu (AMD EPYC, x86_64, AVX512)'."""
+    return _THREADS.sub(")", name or "?")
+
+
+def rate_key(config: dict) -> tuple:
+    return tuple(str(config.get(f)) for f in RATE_FIELDS)
+
+
+def run_rate(meta: dict) -> float | None:
+    """Wall seconds per round of one finished run (see the module's docstring), or None."""
+    try:
+        wall = datetime.fromisoformat(meta["ended"]) - datetime.fromisoformat(meta["started"])
+        rounds = int(meta["summary"]["rounds_run"])
+        stack = max(1, int(meta.get("stack_size") or 1))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if rounds <= 0 or wall.total_seconds() <= 0:
+        return None
+    return wall.total_seconds() / rounds / stack
+
+
+def round_flops(cfg: RunConfig) -> float | None:
+    """Approximate FLOPs of one round: K devices' local steps of B samples (6 x D a sample,
+    forward and backward) and one evaluation of the test set (2 x D a sample, every
+    eval_every rounds). A resized image counts its pixels: a conv net's D does not grow with
+    them, its work does. None where the dataset's loader does not tell its sizes."""
+    from fedbench.resources import data_shape, local_steps, model_dim
+
+    try:
+        shape = data_shape(cfg)
+        if shape is None:
+            return None
+        d = float(model_dim(cfg, shape))
+    except Exception:  # an estimate never stops a command: no figure instead
+        return None
+    pixels = 1.0
+    if cfg.resize and len(shape.input_shape) == 3 and cfg.model not in ("mlp", "logreg"):
+        pixels = (cfg.resize / shape.input_shape[1]) * (cfg.resize / shape.input_shape[2])
+    train = 6.0 * d * cfg.clients_per_round * local_steps(cfg, shape) * cfg.batch_size
+    test = 2.0 * d * shape.test / max(1, cfg.eval_every or 1)
+    return pixels * (train + test)
+
+
+@dataclass
+class Estimate:
+    """The seconds of the timed configs, and how each config's rate was found."""
+
+    seconds: float = 0.0
+    timed: int = 0
+    how: Counter = field(default_factory=Counter)  # here / device / flops / unscaled
+    used: dict = field(default_factory=dict)  # (device, setting) -> its runs, each used
+    devices: set = field(default_factory=set)  # other devices whose runs were used
+    untimed: list = field(default_factory=list)  # (dataset, model) with no comparable run
+
+    @property
+    def runs(self) -> int:
+        """The finished runs whose rates were used."""
+        return sum(self.used.values())
+
+    def source_text(self, where: str) -> str:
+        words = {
+            "here": "runs of the same settings on this device",
+            "device": "the same settings on " + ", ".join(sorted(self.devices)) + " scaled by the "
+            "devices' ratio over settings both ran",
+            "unscaled": "the same settings on " + ", ".join(sorted(self.devices)) + " unscaled "
+            "(no setting run on both devices to compare them)",
+            "flops": "like settings (same dataset and model) scaled by FLOPs a round",
+        }
+        parts = [f"{n} from {words[k]}" for k, n in self.how.most_common()]
+        return f"from the wall-time rates of {self.runs} finished runs in {where}: " + "; ".join(
+            parts
+        )
+
+    def untimed_text(self) -> str:
+        pairs = sorted({f"{m} on {d}" for d, m in self.untimed})
+        return "nothing run of " + ", ".join(pairs)
+
+
+class Rates:
+    """Every finished run's rate, by device and setting (with one config dict per setting)."""
+
+    def __init__(self) -> None:
+        self.by_device: dict[str, dict[tuple, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.configs: dict[tuple, dict] = {}
+
+    @classmethod
+    def read(cls, results: Path | str, shipped: bool = True) -> Rates:
+        from fedbench.results import RunIndex
+
+        rates = cls()
+        if not Path(results).is_dir() and not shipped:
+            return rates
+        # a damaged record has no rate; the plan has already said what it reruns
+        index = RunIndex(results, on_error="skip", must_exist=False, shipped=shipped)
+        for rec in index.records():
+            rate = run_rate(rec.meta) if rec.status == "complete" else None
+            if rate is not None:
+                rates.add(device_label(rec.meta.get("device_name")), rec.config, rate)
+        return rates
+
+    def add(self, device: str, config: dict, rate: float) -> None:
+        key = rate_key(config)
+        self.by_device[device][key].append(rate)
+        self.configs.setdefault(key, config)
+
+    def factor(self, device: str, other: str) -> float | None:
+        """This device's rate over the other's, the median over the settings both ran."""
+        here, there = self.by_device.get(device, {}), self.by_device.get(other, {})
+        ratios = [statistics.median(here[k]) / statistics.median(there[k]) for k in here
+                  if k in there]  # fmt: skip
+        return statistics.median(ratios) if ratios else None
+
+    def per_round(self, key: tuple, device: str) -> tuple[float, str, int, str | None] | None:
+        """(seconds a round, how, runs used, their device) of a setting: steps 1-2."""
+        if self.by_device.get(device, {}).get(key):
+            found = self.by_device[device][key]
+            return statistics.median(found), "here", len(found), device
+        others = [(len(runs[key]), d) for d, runs in self.by_device.items() if runs.get(key)]
+        if not others:
+            return None
+        _, other = max(others)
+        found = self.by_device[other][key]
+        factor = self.factor(device, other)
+        how = "device" if factor is not None else "unscaled"
+        return statistics.median(found) * (factor or 1.0), how, len(found), other
+
+    def config_rate(self, cfg: RunConfig, device: str):
+        """(seconds a round, how, runs used, their device, their setting) of cfg, or None."""
+        key = rate_key(cfg.to_dict())
+        found = self.per_round(key, device)
+        if found is not None:
+            return (*found, key)
+        flops = round_flops(cfg)
+        like = [k for k in self.configs if k[:FAMILY] == key[:FAMILY]]
+        if flops is None or not like:
+            return None
+        scored = []
+        for k in like:
+            theirs = _flops_of(self.configs[k])
+            rate = self.per_round(k, device)
+            if theirs and rate is not None:
+                here_first = rate[1] != "here"
+                scored.append((here_first, abs(math.log(flops / theirs)), k, theirs, rate))
+        if not scored:
+            return None
+        _, _, k, theirs, (sec, how, n, other) = min(scored, key=lambda s: s[:2])
+        return sec * flops / theirs, "flops" if how == "here" else how, n, other, k
+
+    def estimate(self, configs: list[RunConfig], device: str) -> Estimate:
+        out = Estimate()
+        for cfg in configs:
+            found = self.config_rate(cfg, device)
+            if found is None:
+                out.untimed.append((cfg.dataset, cfg.model))
+                continue
+            sec, how, n, other, used = found
+            out.seconds += cfg.rounds * sec
+            out.timed += 1
+            out.how[how] += 1
+            out.used[(other, used)] = n
+            if other != device:
+                out.devices.add(other)
+        return out
+
+
+_FLOPS: dict[str, float | None] = {}
+
+
+def _flops_of(config: dict) -> float | None:
+    """round_flops of a stored run's config (cached; None where it cannot be rebuilt)."""
+    import json
+
+    from fedbench.config import config_from_dict
+
+    text = json.dumps(config, sort_keys=True, default=str)
+    if text not in _FLOPS:
+        try:
+            _FLOPS[text] = round_flops(config_from_dict(config))
+        except Exception:  # a record of an older or foreign config: no scaling from it
+            _FLOPS[text] = None
+    return _FLOPS[text]
