@@ -37,6 +37,11 @@ RUNS = {
     "mimelite": ["--method", "mimelite", "--rounds", "20"],
     "fedsam": ["--method", "fedsam", "--rounds", "20"],
     "fedprox-torch": ["--method", "fedprox", "--set", "mu=0.1", "--rounds", "10"],
+    # each method of the FedLGA-FMNIST MLP on its window path (or the stepwise one)
+    **{
+        f"fmnist-{m}": ["--preset", "fedlga-fmnist", "--method", m, "--rounds", "2"]
+        for m in ("fedsam", "feddyn", "mimelite", "scaffold", "fedprox", "fednova", "fedcm")
+    },
     "sfl-quadratic": ["--preset", "sfl-quadratic", "--method", "sfl", "--rounds", "50"],
     "fedsoftmax-cnn": [
         *("--preset", "fedsoftmax-mnist", "--method", "fedsoftmax", "--rounds", "1"),

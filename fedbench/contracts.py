@@ -157,8 +157,19 @@ def linear_step_probe(eng) -> tuple:
     k, dim = plan.k, eng.model.dim
     w = eng.w + torch.randn(k, dim, generator=gen, dtype=eng.w.dtype)
     g = torch.randn(k, dim, generator=gen, dtype=eng.w.dtype)
-    d = eng.method.local_step(ctx, w, lambda v: (torch.zeros(k), g.clone()), local)
-    want = step.scale * g + step.mu * (w - ctx.global_w)
+    wd = eng.cfg.weight_decay
+
+    def grad_fn(v):  # a quadratic's gradient (SAM's ascent point must move it), weight decay in
+        return torch.zeros(k), g + 0.5 * v + wd * v
+
+    d = eng.method.local_step(ctx, w, grad_fn, local)
+    at = w
+    if step.ascent:  # the loss gradient's ascent point (methods.base.LinearStep)
+        h = g + 0.5 * w
+        at = w + step.ascent * h / (h.norm(dim=1, keepdim=True) + 1e-7)
+    want = step.scale * (g + 0.5 * at + wd * w) + step.mu * (w - ctx.global_w)
+    if step.decay:
+        want = want + local[step.decay] * w
     return step, local, d, want + local[step.const] if step.const else want
 
 

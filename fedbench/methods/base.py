@@ -152,16 +152,24 @@ class LinearStep:
     scale and mu plain numbers for all rows; const the name of a [K, D] tensor of
     client_start's state that stays fixed during the round (None: no constant). FedAvg is
     LinearStep(), FedProx LinearStep(mu=mu), SCAFFOLD LinearStep(const="scaffold_corr"), FedCM
-    LinearStep(scale=alpha, const=...)."""
+    LinearStep(scale=alpha, const=...).
+
+    decay, the name of a [K, 1] tensor of client_start's state fixed during the round, adds a
+    per-row decay[i] w to d (FedDyn's alpha_i w, alpha_i differing by device).
+    ascent = r > 0 (SAM) takes g at the ascent point instead: g = grad f_B(w + e) + wd w,
+    e = r h / (|h| + 1e-7), h = grad f_B(w) (the loss gradient, each row's whole vector): two
+    gradient passes a step, FedSAM's step (only the window path runs it besides stepwise)."""
 
     scale: float = 1.0
     mu: float = 0.0
     const: str | None = None
+    decay: str | None = None
+    ascent: float = 0.0
 
     @property
     def plain(self) -> bool:
         """Plain SGD on g, plus a fixed drift at most."""
-        return self.scale == 1 and not self.mu
+        return self.scale == 1 and not self.mu and not self.decay and not self.ascent
 
     def as_sgd(self, lr: float) -> tuple[float, float, float]:
         """(lr', mu', c') with w - lr d = w - lr' (g + mu' (w - w^t) + c' local[const]): the step
@@ -243,6 +251,8 @@ def step_paths(step: LinearStep | None) -> tuple[str, ...]:
     (local_step at every step) runs anything, and is what an undeclared step gets."""
     if step is None or step.scale <= 0:
         return ("stepwise",)
+    if step.ascent or step.decay:  # SAM's two passes, a per-row decay: only the MLP's window
+        return ("window", "stepwise")
     if step.plain:
         return ROUND_PATHS
     return ("compiled", "window", "stepwise")

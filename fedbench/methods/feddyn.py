@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedbench.methods.base import Method, State
+from fedbench.methods.base import LinearStep, Method, State
 from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
@@ -53,6 +53,10 @@ class FedDyn(Method):
     def client_start(self, ctx):
         a = self.alpha_i[ctx.clients].unsqueeze(1)
         return {"feddyn_alpha": a, "feddyn_lin": a * (self.L[ctx.clients] - ctx.global_w)}
+
+    def linear_step(self):
+        # alpha_i w is a per-row decay: the MLP's window trains it batched
+        return LinearStep(const="feddyn_lin", decay="feddyn_alpha")
 
     def local_step(self, ctx, w, grad_fn, local):
         _, g = grad_fn(w)

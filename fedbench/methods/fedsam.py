@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedbench.methods.base import Method
+from fedbench.methods.base import LinearStep, Method
 from fedbench.methods.params import param
 from fedbench.methods.registry import register
 
@@ -34,6 +34,10 @@ class FedSAM(Method):
     name = "fedsam"
     Params = FedSAMParams
     reduces_to_fedavg = {"r": 0.0}
+
+    def linear_step(self):
+        # the MLP's window runs both passes batched; r = 0 keeps its two passes, stepwise
+        return LinearStep(ascent=self.p.r) if self.p.r else None
 
     def local_step(self, ctx, w, grad_fn, local):
         wd = ctx.cfg.weight_decay

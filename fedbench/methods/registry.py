@@ -164,6 +164,8 @@ def path_text(paths: tuple[str, ...]) -> str:
     """How `fedbench methods` and the README say which paths a method's rounds may take."""
     if paths == ("stepwise",):
         return f"stepwise ({STEPWISE_COST}: local_step is not declared linear)"
+    if "compiled" not in paths and "window" in paths:  # LinearStep.ascent or .decay
+        return "window (MLPs with a hidden layer; other models stepwise)"
     return ", ".join(p for p in paths if p != "stepwise")
 
 

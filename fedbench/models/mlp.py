@@ -68,12 +68,13 @@ class BatchedMLP(BatchedModel):
                 h = torch.relu(h)
         return h
 
-    def _forward_backward(self, w, x, y, weight, visit, z0=None):
+    def _forward_backward(self, w, x, y, weight, visit, z0=None, params=None):
         """Forward, then backward layer by layer from the top; visit(i, dz, act) receives each
         layer's output gradient dz [k, B, out] and input act [k, B, in] after the gradient
         flowing further down has been computed (so visit may update layer i in place).
-        z0, when given, is the first layer's pre-activation [k, B, out] (sgd_steps' window)."""
-        params = self.unflatten(w)
+        z0, when given, is the first layer's pre-activation [k, B, out] (sgd_steps' window);
+        params, when given, are the layers to run instead of w's (SAM's ascent point)."""
+        params = self.unflatten(w) if params is None else params
         n_layers = len(params) // 2
         acts = [x.flatten(2)]  # inputs of each layer
         pre = []  # pre-activations
@@ -135,17 +136,21 @@ class BatchedMLP(BatchedModel):
             return [None] * len(self.slots)
         return self.unflatten(const if ka is None else const[:ka])
 
-    def sgd_steps(self, w, xs, ys, bws, active, lr: float, weight_decay: float = 0.0, const=None):
+    def sgd_steps(
+        self, w, xs, ys, bws, active, lr: float, weight_decay=0.0, const=None, ascent=0.0
+    ):
         """T = len(active) SGD steps w <- w - lr (g + wd w + const) in place; losses [T, k] (0 for
         inactive rows). Same as `losses[t, :ka] = sgd_step(w[:ka], xs[t, :ka], ..., const[:ka])`
         with ka = active[t] for each t (float64: to 1e-12; float32: rounding only, bounded over a
         round in the tests). const [k, D] (or None) is a per-row constant: FedProx's mu (w - wg)
         is wd + mu and const -mu wg, SCAFFOLD's drift is const (the engine's train_local).
+        ascent = r > 0 takes g at SAM's ascent point (methods.base.LinearStep; _ascent_pass).
         How and why it is exact, and what it gains: the module docstring."""
         T, k = len(active), active[0]
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
-        if T == 1 or len(self.sizes) < 3:  # no hidden layer: nothing to gain (logreg)
+        rows = torch.is_tensor(weight_decay)  # per-row decay [k] (FedDyn): the window only
+        if len(self.sizes) < 3 or (T == 1 and not ascent and not rows):  # logreg: no gain
             return super().sgd_steps(w, xs, ys, bws, active, lr, weight_decay, const)
         losses = torch.zeros(T, k, dtype=w.dtype, device=w.device)
         params = self.unflatten(w)
@@ -163,26 +168,67 @@ class BatchedMLP(BatchedModel):
             cur = slice(s * b, (s + 1) * b)
             z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
             if c1 is not None and s:
-                z0.sub_(q_all[:ka, cur], alpha=lr * sigma[s])
+                if rows:
+                    z0.sub_(q_all[:ka, cur] * (lr * sigma[s][:ka]).view(ka, 1, 1))
+                else:
+                    z0.sub_(q_all[:ka, cur], alpha=lr * sigma[s])
             cs = self._const_blocks(const, ka)
+            wd = weight_decay[:ka] if rows else weight_decay
 
-            def update(i, dz, act, ka=ka, cur=cur, cs=cs):
+            def update(i, dz, act, ka=ka, cur=cur, cs=cs, wd=wd):
                 if i == 0:  # the first layer's weight waits for the window's end
                     d_all[:ka, cur] = dz
-                    self._update_layer(None, params[1][:ka], dz, act, lr, weight_decay, None, cs[1])
+                    self._update_layer(None, params[1][:ka], dz, act, lr, wd, None, cs[1])
                 else:
                     wk = [p[:ka] for p in params[2 * i : 2 * i + 2]]
                     ck = cs[2 * i : 2 * i + 2]
-                    self._update_layer(wk[0], wk[1], dz, act, lr, weight_decay, ck[0], ck[1])
+                    self._update_layer(wk[0], wk[1], dz, act, lr, wd, ck[0], ck[1])
 
-            losses[s, :ka] = self._forward_backward(
-                w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0=z0
-            )
+            step_args = (w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0)
+            if ascent:
+                losses[s, :ka] = self._ascent_pass(*step_args, gram[:ka, cur, cur], ascent)
+            else:
+                losses[s, :ka] = self._forward_backward(*step_args)
         self._window_update(w1, d_all, x_all, active, lr, weight_decay)
-        if c1 is not None:  # W1 -= lr sigma_f C1, f the steps row r ran in this window
-            f = self._row_steps(active, k)
+        if c1 is not None:
+            self._window_const(w1, c1, sigma, active, lr)
+        return losses
+
+    def _window_const(self, w1, c1, sigma, active, lr) -> None:
+        """W1 -= lr sigma_f C1, f the steps row r ran in this window (sigma_f per row when the
+        decay is)."""
+        k = w1.shape[0]
+        f = self._row_steps(active, k)
+        if torch.is_tensor(sigma[-1]):
+            coef = torch.stack([sigma[fr][r] for r, fr in enumerate(f)])
+        else:
             coef = torch.tensor([sigma[fr] for fr in f], dtype=w1.dtype, device=w1.device)
-            w1.addcmul_(c1, coef.view(k, 1, 1), value=-lr)
+        w1.addcmul_(c1, coef.view(k, 1, 1), value=-lr)
+
+    def _ascent_pass(self, w, x, y, weight, visit, z0, gram_ss, radius: float):
+        """One SAM step of the window: the loss gradient h at w (nothing updated), e = radius h /
+        (|h| + 1e-7) per row, then the pass at w + e whose gradients visit applies to w. The
+        first layer's block of h is D^T X, never formed: |D^T X|^2 = sum (X X^T) * (D D^T),
+        and w + e's first pre-activation is z0 + c (sum D + X X^T D) (c = radius / (|h| +
+        1e-7)); the upper layers' blocks are small and formed. Returns the losses at w."""
+        grads = {}
+
+        def keep(i, dz, act):
+            grads[i] = (dz, act)
+
+        losses = self._forward_backward(w, x, y, weight, keep, z0)
+        params, dz0 = self.unflatten(w), grads[0][0]
+        gb = dz0.sum(1)
+        sq = (torch.bmm(dz0, dz0.transpose(1, 2)) * gram_ss).sum((1, 2)) + gb.square().sum(1)
+        blocks = []
+        for i in range(1, len(params) // 2):
+            dz, act = grads[i]
+            blocks += [torch.bmm(dz.transpose(1, 2), act), dz.sum(1)]
+            sq += blocks[-2].square().sum((1, 2)) + blocks[-1].square().sum(1)
+        c = radius / (sq.sqrt() + 1e-7)  # [k]
+        z_up = torch.baddbmm(gb.unsqueeze(1), gram_ss, dz0).mul_(c.view(-1, 1, 1)).add_(z0)
+        up = [p.addcmul(c.view(-1, *[1] * (p.dim() - 1)), g) for p, g in zip(params[2:], blocks)]
+        self._forward_backward(w, x, y, weight, visit, z_up, [None, None, *up])
         return losses
 
     @staticmethod
@@ -205,6 +251,8 @@ class BatchedMLP(BatchedModel):
         d^s X_s W1_0^T + b1 - lr sum_{t<s} d^(s-1-t) (X_s X_t^T) D_t."""
         decay = 1.0 - lr * weight_decay
         cur = slice(s * b, (s + 1) * b)
+        if torch.is_tensor(decay):  # per row [k] (FedDyn's alpha_i)
+            return BatchedMLP._row_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, decay)
         z0 = torch.add(b1[:ka].unsqueeze(1), p_all[:ka, cur], alpha=decay**s)
         if s:
             g = gram[:ka, cur, : s * b]
@@ -215,12 +263,24 @@ class BatchedMLP(BatchedModel):
         return z0
 
     @staticmethod
+    def _row_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, decay):
+        """_window_preactivation with a per-row decay [k]."""
+        cur, dk = slice(s * b, (s + 1) * b), decay[:ka]
+        z0 = torch.addcmul(b1[:ka].unsqueeze(1), p_all[:ka, cur], (dk**s).view(ka, 1, 1))
+        if s:
+            pw = dk.view(ka, 1) ** torch.arange(s - 1, -1, -1, dtype=dk.dtype, device=dk.device)
+            g = (gram[:ka, cur, : s * b].view(ka, b, s, b) * pw.view(ka, 1, s, 1)).view(ka, b, -1)
+            z0.baddbmm_(g, d_all[:ka, : s * b], alpha=-lr)
+        return z0
+
+    @staticmethod
     def _window_update(w1, d_all, x_all, active, lr, weight_decay):
         """W1 -= lr D_all^T X_all (one GEMM, inner dimension T*B); with weight decay, row r
         that ran f_r steps decays W1_0 f_r times and step t's D_t f_r-1-t times."""
-        if weight_decay:
-            decay = 1.0 - lr * weight_decay
+        if torch.is_tensor(weight_decay) or weight_decay:
             k, T = w1.shape[0], len(active)
+            decay = 1.0 - lr * weight_decay
+            decay = decay.view(k, 1) if torch.is_tensor(decay) else decay
             f = BatchedMLP._row_steps(active, k)
             f = torch.tensor(f, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
             ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
@@ -234,11 +294,17 @@ class BatchedMLP(BatchedModel):
         """One layer's SGD update from its output gradient dz and input act, in place
         (weight_i None: the bias only); c_weight, c_bias: its blocks of a per-row constant."""
         decay = 1.0 - lr * weight_decay
+        rows = torch.is_tensor(decay)  # per row [k] (FedDyn's alpha_i)
         if weight_i is not None:
-            weight_i.baddbmm_(dz.transpose(1, 2), act, beta=decay, alpha=-lr)
+            if rows:
+                weight_i.mul_(decay.view(-1, 1, 1)).baddbmm_(dz.transpose(1, 2), act, alpha=-lr)
+            else:
+                weight_i.baddbmm_(dz.transpose(1, 2), act, beta=decay, alpha=-lr)
             if c_weight is not None:
                 weight_i.sub_(c_weight, alpha=lr)
-        if weight_decay:
+        if rows:
+            bias_i.mul_(decay.view(-1, 1))
+        elif weight_decay:
             bias_i.mul_(decay)
         bias_i.sub_(dz.sum(1), alpha=lr)
         if c_bias is not None:

@@ -150,8 +150,12 @@ class Engine:
         step_loss = self._step_losses(plan)
         aug = self._augment(ctx, plan)
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
-        self._sgd_windows(plan, w, step_loss, self._active(plan), aug, lr_w, wd, const)
-        return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
+        active = self._active(plan)
+        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent)
+        passes = 2 if step.ascent else 1  # SAM: the ascent point's gradient too
+        return self._local_result(
+            plan, w, local, step_loss, plan.steps.to(self.device) * passes, buf
+        )
 
     @torch.no_grad()
     def _round_fused(self, ctx, plan, w, local, buf, step) -> LocalResult:
@@ -263,15 +267,28 @@ class Engine:
             const = prox.contiguous() if const is None else const + prox
         if const is not None and not const.is_contiguous():  # an expanded view (FedCM's pull)
             const = const.contiguous()
-        return lr, self.cfg.weight_decay + mu, const
+        wd = self.cfg.weight_decay + mu
+        if step.decay:  # per row (FedDyn's alpha_i): [k], divided by scale as mu is
+            wd = local[step.decay].flatten() / step.scale + wd
+        return lr, wd, const
 
     @torch.no_grad()
     def _sgd_windows(
-        self, plan, w, step_loss, active: list[int], aug, lr: float, wd: float, const=None
+        self,
+        plan,
+        w,
+        step_loss,
+        active: list[int],
+        aug,
+        lr: float,
+        wd: float,
+        const=None,
+        ascent: float = 0.0,
     ) -> None:
         """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
         steps (one model.sgd_steps call each, which may batch the window's work into bigger
-        operations)."""
+        operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent)."""
+        more = {"ascent": ascent} if ascent else {}  # models without SAM need not know it
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
         for s in range(0, s_max, window):
@@ -284,7 +301,8 @@ class Engine:
                 xs = torch.stack([data.train_transform(xs[t], augs[t]) for t in range(t_n)])
             bws = plan.batch_weight[:ka, s : s + t_n].transpose(0, 1).contiguous()
             ck = None if const is None else const[:ka]
-            losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wd, ck)
+            wdk = wd[:ka] if torch.is_tensor(wd) else wd
+            losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wdk, ck, **more)
             step_loss[:ka, s : s + t_n] = losses.T
 
     def _local_result(self, plan, w, local, step_loss, grad_evals, buf) -> LocalResult:

@@ -21,6 +21,8 @@ import os
 
 import torch
 
+from fedbench.methods.base import step_paths
+
 ENABLED = os.environ.get("FEDBENCH_FASTPATH", "1") != "0"
 
 
@@ -57,7 +59,7 @@ def eligible(engine, step, w: torch.Tensor) -> bool:
         return False
     if data.train_x.dtype != w.dtype or data.train_y.dtype != torch.long:
         return False
-    if step is None or step.scale <= 0 or _kernel(engine.model) is None:
+    if step is None or "compiled" not in step_paths(step) or _kernel(engine.model) is None:
         return False
     return w.is_contiguous()
 

@@ -54,10 +54,15 @@ def test_as_sgd_is_exact_at_scale_one_and_rescales_otherwise():
 
 
 def test_methods_without_a_linear_step_say_so():
-    """FedDyn's alpha_i differs by device (a per-row mu); FedSAM takes two gradients a step;
-    FedCM at alpha 0 and damped MimeLite at beta 1 have no gradient term."""
-    assert _engine("feddyn").method.linear_step() is None
-    assert _engine("fedsam").method.linear_step() is None
+    """FedSAM at r = 0 (its two passes stay, stepwise); FedCM at alpha 0 and damped MimeLite
+    at beta 1 have no gradient term. FedDyn declares its per-device alpha_i as a per-row
+    decay, FedSAM its radius as an ascent: both open the window only."""
+    assert _engine("feddyn").method.linear_step() == LinearStep(
+        const="feddyn_lin", decay="feddyn_alpha"
+    )
+    assert _engine("fedsam").method.linear_step() == LinearStep(ascent=0.1)
+    cfg = tiny_config(method="fedsam", method_params={"r": 0.0})
+    assert Engine(cfg, data=tiny_data()).method.linear_step() is None
     cfg = tiny_config(method="fedcm", method_params={"alpha": 0.0})
     assert Engine(cfg, data=tiny_data()).method.linear_step() is None
     cfg = tiny_config(method="mimelite", method_params={"beta": 1.0})

@@ -29,12 +29,12 @@ def test_the_listing_says_each_methods_paths():
     assert set(rows) == set(METHODS)
     for name, cls in METHODS.items():
         assert rows[name] == path_text(default_paths(cls))
-    assert rows["feddyn"].startswith("stepwise (") and rows["fedsam"].startswith("stepwise (")
+    assert rows["feddyn"] == rows["fedsam"] == path_text(("window", "stepwise"))
+    assert rows["feddyn"].startswith("window (MLPs")
     assert rows["fedavg"] == "compiled, window, fused"
+    assert path_text(("stepwise",)).startswith(f"stepwise ({STEPWISE_COST}")
     r = CliRunner().invoke(cli, ["methods", "--format", "md"], obj={})
-    assert (
-        r.exit_code == 0 and "round paths" in r.output and f"stepwise ({STEPWISE_COST}" in r.output
-    )
+    assert r.exit_code == 0 and "round paths" in r.output and "window (MLPs" in r.output
 
 
 @pytest.mark.parametrize("model", ["mlp", "logreg"])
