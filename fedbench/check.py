@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import fedbench
+from fedbench import version
 from fedbench.assembly import build_config
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
@@ -194,7 +194,7 @@ def write_reference(path: Path, measured: dict, configs: dict[str, RunConfig]) -
         path,
         {
             "about": "fedbench check reference: rerun with `fedbench check --update`",
-            "fedbench_version": fedbench.__version__,
+            "fedbench_version": version.__version__,
             "torch_version": torch.__version__,
             "host": platform.node(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
