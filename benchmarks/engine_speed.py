@@ -48,6 +48,7 @@ import time
 import flop_bound  # benchmarks/flop_bound.py (this script's folder is on sys.path)
 import torch
 
+import fedbench.papers  # noqa: F401 -- a script is an entry point: it loads the catalogs
 from fedbench.assembly import build_config
 from fedbench.data import FederatedData
 from fedbench.devices import generator, resolve_device, synchronize

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import fedbench.papers  # noqa: E402, F401 -- a script is an entry point: it loads the catalogs
 from fedbench.tables import (  # noqa: E402
     PlotSpec,
     Selection,

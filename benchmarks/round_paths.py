@@ -19,6 +19,7 @@ import time
 
 import torch
 
+import fedbench.papers  # noqa: F401 -- a script is an entry point: it loads the catalogs
 from fedbench.assembly import build_config
 from fedbench.methods.base import ROUND_PATHS, LinearStep
 from fedbench.training import fastpath

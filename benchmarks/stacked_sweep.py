@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
+import fedbench.papers  # noqa: F401 -- a script is an entry point: it loads the catalogs
 from fedbench.identity import run_id
 from fedbench.presets import get_preset
 from fedbench.sweep import InlineExecutor, plan_sweep, run_sweep

@@ -8,7 +8,7 @@ The Python API (fedbench.api; importing fedbench stays light, torch loads when t
   where=None, plugins=())`` -> (runs DataFrame, rounds DataFrame)
 """
 
-__version__ = "0.1.0"
+from fedbench.version import __version__
 
 
 def train(config=None, **options):

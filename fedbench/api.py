@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import fedbench.papers  # noqa: F401 -- an entry point: the paper presets and tables register
 from fedbench.errors import FedbenchError
 
 

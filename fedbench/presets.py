@@ -1,14 +1,14 @@
 """Named paper settings: the preset registry. Each preset says where its numbers come from.
 
 The papers' presets are registered by their modules in fedbench/papers/ (register_preset, next
-to the paper's tables); importing this module imports them, so PRESETS is complete once
-`fedbench.presets` is imported. Only the default setting lives here.
+to the paper's tables). This registry never imports them: the entry points do (the command line,
+fedbench.api, a script: `import fedbench.papers`), so that nothing below the papers depends on
+them. Only the default setting lives here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
@@ -54,8 +54,3 @@ def get_preset(name: str) -> RunConfig:
     values = dict(PRESETS[name][1])
     values["method_params"] = dict(values.get("method_params", {}))  # presets stay unchanged
     return dataclasses.replace(RunConfig(), preset=name, **values)
-
-
-# The paper modules register their presets (and tables); imported by name, not statically, as
-# they import this module in turn.
-importlib.import_module("fedbench.papers")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import fedbench
+from fedbench import version
 from fedbench.atomic import json_safe
 from fedbench.config import RunConfig
 from fedbench.identity import config_hash, method_version, run_id
@@ -69,7 +69,7 @@ def write_fake_run(
         "config": cfg.to_dict(),
         "config_hash": config_hash(cfg),
         "status": status,
-        "fedbench_version": fedbench.__version__,
+        "fedbench_version": version.__version__,
         "device": "cpu",
         "device_name": device_name,
         "host": "fake",

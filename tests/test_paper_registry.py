@@ -116,9 +116,27 @@ def test_table_decorator_registers_the_builder(monkeypatch):
 def test_presets_and_table_specs_import_neither_torch_nor_pandas():
     """Every preset comes with its paper's table specs; evaluation and rendering load on use."""
     code = (
-        "import sys, fedbench.presets, fedbench.tables; "
-        "assert fedbench.presets.PRESETS and fedbench.tables.TABLES; "
+        "import sys, fedbench.papers, fedbench.presets, fedbench.tables; "
+        "assert 'fedlga-fmnist' in fedbench.presets.PRESETS and 'tau' in fedbench.tables.TABLES; "
         "print(sorted(m for m in ('torch', 'pandas') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_registries_do_not_load_the_papers_the_entry_points_do():
+    """presets and tables hold what is registered; importing either runs no paper module (the
+    papers import them): the command line and fedbench.api load the catalogs."""
+    code = (
+        "import sys, fedbench.presets, fedbench.tables, fedbench.assembly\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fedbench.papers')),"
+        " list(fedbench.presets.PRESETS), list(fedbench.tables.TABLES))\n"
+        "import fedbench.cli\n"
+        "print('fedbench.papers' in sys.modules, 'fedlga-fmnist' in fedbench.presets.PRESETS)\n"
+        "import fedbench.api\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[] ['default'] []", "True True"]
+    api = "import sys, fedbench.api; print('tau' in __import__('fedbench.tables').tables.TABLES)"
+    out = subprocess.run([sys.executable, "-c", api], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import fedbench
+from fedbench import version
 from fedbench.assembly import build_config
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
@@ -225,7 +225,7 @@ def write_reference(
         {
             "about": "fedbench check reference: rerun with `fedbench check --update`",
             "format": REFERENCE_FORMAT,
-            "fedbench_version": fedbench.__version__,
+            "fedbench_version": version.__version__,
             "torch_version": torch.__version__,
             "host": platform.node(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -1,12 +1,14 @@
 """The `fedbench` command line: the group, its one-line error handling and `main`.
 
 Each command group lives in its own module (train, sweep, table, plot, data, info, check,
-calibrate, docs); options several commands share are declared once in `options`."""
+calibrate, docs); options several commands share are declared once in `options`. The command
+line is an entry point: it loads the paper catalogs (fedbench.papers) before any command runs."""
 
 from __future__ import annotations
 
 import click
 
+import fedbench.papers  # noqa: F401 -- the catalogs: every paper's presets and tables register
 from fedbench.cli import (
     calibrate,
     check,

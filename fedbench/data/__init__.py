@@ -343,9 +343,9 @@ def _memo_path() -> Path:
 
 
 def _memo_place() -> str:
-    import fedbench
+    from fedbench import version
 
-    return json.dumps([os.getcwd(), os.environ.get("FEDBENCH_DATA"), fedbench.__version__])
+    return json.dumps([os.getcwd(), os.environ.get("FEDBENCH_DATA"), version.__version__])
 
 
 def _plain(v):

@@ -1,6 +1,7 @@
 """The papers fedbench reproduces, one module each: its presets and its table specs, registered
 next to each other (fedbench.presets.register_preset, fedbench.tables.spec.table/register).
-Importing the package imports every module in it."""
+Importing the package imports every module in it: the entry points (the command line,
+fedbench.api) import it to fill the two catalogs; the registries below never do."""
 
 from __future__ import annotations
 

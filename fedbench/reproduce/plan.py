@@ -135,10 +135,9 @@ def unit_selection(spec, dataset: str, scale: str, results: Path):
 def committed_selection(name: str, dataset: str, results: str):
     """The selection of the committed table file (tables/ of this source tree) of a table on a
     dataset: the cut scale its runs were made at; None when there is none."""
-    import fedbench
     from fedbench.tables.report import _made_by, parse_table_command
 
-    folder = Path(fedbench.__file__).resolve().parents[1] / "tables"
+    folder = Path(__file__).resolve().parents[2] / "tables"
     for path in sorted(folder.glob(f"{name}*.md")) if folder.is_dir() else []:
         cmd = _made_by(path)
         parsed = parse_table_command(cmd, results) if cmd else None

@@ -533,10 +533,10 @@ class RayExecutor:
             raise FedbenchError("--executor ray needs Ray: pip install 'fedbench[ray]'") from None
         if ray.is_initialized():
             return ray
-        import fedbench
         from fedbench.plugins import ENV
 
-        env = {"py_modules": [os.path.dirname(fedbench.__file__)]}
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fedbench/
+        env = {"py_modules": [package]}
         if os.environ.get(ENV):  # the tasks load the sweep's plugins (at the same paths)
             env["env_vars"] = {ENV: os.environ[ENV]}
         where = f"the Ray cluster at {self.address}" if self.address else "a private local Ray"

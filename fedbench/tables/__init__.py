@@ -1,8 +1,9 @@
 """Paper tables and figures: the spec language and registry (spec), metrics, the papers'
 reported values, claims, evaluation against stored runs, rendering, and the tables report.
 
-The specs themselves live with their paper's presets in fedbench/papers/ and register on import;
-importing this package imports them, so TABLES is complete once `fedbench.tables` is imported.
+The specs themselves live with their paper's presets in fedbench/papers/ and register on import.
+This package never imports them: the entry points do (`import fedbench.papers`: the command line,
+fedbench.api), so TABLES holds the papers' tables once an entry point has started.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from fedbench.tables.spec import (
 from fedbench.tables.verdicts import CellView, claim_lines, claims_summary, evaluate_claims
 
 # Evaluation and rendering (pandas, the run index) load on first use: the specs above are
-# imported with every preset (fedbench.presets imports the paper modules) and need neither.
+# imported by every paper module, which needs neither.
 _LAZY = {
     **dict.fromkeys(("SPREADS", "evaluate_table"), "evaluate"),
     **dict.fromkeys(
@@ -70,10 +71,6 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-# The paper modules register their tables (and presets); imported by name, not statically, as
-# they import this package's modules in turn.
-importlib.import_module("fedbench.papers")
 
 __all__ = [
     "FORMATS",

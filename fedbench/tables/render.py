@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-import fedbench
 from fedbench.tables.metrics import METRICS
 from fedbench.tables.result import CellResult, TableResult
 from fedbench.tables.verdicts import claim_lines
+from fedbench.version import __version__ as fedbench_version
 
 SUMMARY_COLUMNS = [
     "run_id",
@@ -42,7 +42,7 @@ def fmt_cell(v) -> str:
 def header_lines(command: str, device: str | None = None, date: str | None = None) -> list[str]:
     """The head of a written table: the command, the fedbench version and the device. No date
     unless given: a table regenerated from the same runs is the same bytes."""
-    version = f"fedbench {fedbench.__version__}" + (f", {date}" if date else "")
+    version = f"fedbench {fedbench_version}" + (f", {date}" if date else "")
     lines = [f"made by: {command}", version]
     if device:
         lines.append(f"device: {device}")

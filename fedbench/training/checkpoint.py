@@ -35,8 +35,7 @@ from pathlib import Path
 
 import torch
 
-import fedbench
-from fedbench import identity
+from fedbench import identity, version
 from fedbench.atomic import atomic_write_with
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
@@ -111,7 +110,7 @@ def _identity(cfg: RunConfig, eng) -> dict:
         "run_id": identity.run_id(cfg),
         "config_hash": identity.config_hash(cfg),
         "fingerprint": eng.data.info.get("fingerprint"),
-        "fedbench_version": fedbench.__version__,
+        "fedbench_version": version.__version__,
         "torch_version": str(torch.__version__),
     }
 

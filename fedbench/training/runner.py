@@ -19,8 +19,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-import fedbench
-from fedbench import identity
+from fedbench import identity, version
 from fedbench.atomic import (
     DiskFull,
     atomic_write_json,
@@ -167,7 +166,7 @@ def _start_meta(cfg: RunConfig) -> dict:
         "method_version": method_version(cfg.method),
         "plugins": plugin_records(cfg),
         "status": "running",
-        "fedbench_version": fedbench.__version__,
+        "fedbench_version": version.__version__,
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "host": platform.node(),
