@@ -100,6 +100,32 @@ def _gemms(m: int, k: int, n: int, input_grad: bool, device="cpu") -> Callable[[
     return run
 
 
+def _conv_gemm(shape, conv: nn.Conv2d, n: int, data: bool) -> tuple[int, int, int, bool]:
+    """The im2col GEMM (m, k, n, input gradient) of one conv layer over n samples."""
+    _, c, h, w = shape
+    o, _, kh, kw = conv.weight.shape
+    (sh, sw), (ph, pw) = conv.stride, conv.padding
+    ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+    return (n * ho * wo, c * kh * kw, o, not data)
+
+
+def step_flops(module: nn.Module, x: torch.Tensor, k: int) -> float:
+    """The FLOPs of step_calls (one training step of k devices on batches like x), without
+    building or timing anything."""
+    n = k * x.shape[0]
+    flops = 0.0
+    for entry in layer_shapes(module, x):
+        if entry[0] == "conv":
+            flops += _gemm_flops(*_conv_gemm(entry[1], entry[2], n, entry[3]))
+        elif entry[0] == "linear":
+            _, rows, fan_in, fan_out, data = entry
+            flops += _gemm_flops(rows // x.shape[0] * n, fan_in, fan_out, not data)
+        else:
+            _, _, steps, lstm, data = entry
+            flops += sum(_gemm_flops(*g) for g in _lstm_gemms(steps, lstm, n, data))
+    return flops
+
+
 def _conv_step(shape, conv: nn.Conv2d, n: int, data: bool, device="cpu"):
     """(the fastest single-call form of one conv layer's forward and backward over n samples,
     its FLOPs)."""
@@ -122,7 +148,7 @@ def _conv_step(shape, conv: nn.Conv2d, n: int, data: bool, device="cpu"):
 
         return run
 
-    gemm = (n * ho * wo, c * kh * kw, o, not data)
+    gemm = _conv_gemm(shape, conv, n, data)
     forms = {
         "nchw": onednn(torch.contiguous_format),
         "nhwc": onednn(torch.channels_last),
