@@ -2,10 +2,11 @@
 
 Phases of `fedbench sweep` (PHASES: FedSoftMax's r90 / smoothness runs and its temperature runs
 at the paper's scale, seed by seed, then FMNIST, then the real-data SFL table), each a
-subprocess with its own `--jobs`: the first phases try 1, 2 and 4 runs sharing the GPU on the
-same kind of work (six r90 runs each), and later phases take the count that gave the most
-finished runs per hour. At the deadline the sweep gets SIGTERM (its runs stop at the end of a
-round, recorded `interrupted`), then SIGKILL for its process group after GRACE seconds.
+subprocess with its own `--jobs`: the first three try 1, 3 and 6 runs sharing the GPU on the
+same kind of work (50 rounds of the FedSoftMax CNN on MNIST: 3, 3 and 6 runs), and later phases
+take the count that gave the most finished runs per hour. At the deadline the sweep gets SIGTERM
+(its runs stop at the end of a round, recorded `interrupted`), then SIGKILL for its process
+group after GRACE seconds.
 
 What finished is packed into one archive (pack: finished run folders only, checkpoints left out)
 written under a temporary name and renamed, so a kill leaves the last whole archive.
@@ -23,18 +24,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# (table, dataset, seeds, jobs); jobs None: the count that finished the most runs per hour
-PHASES: tuple[tuple[str, str, str, int | None], ...] = (
-    ("r90", "mnist", "0", 1),
-    ("r90", "mnist", "1", 2),
-    ("r90", "mnist", "2", 4),
-    ("temperature", "mnist", "0", None),
-    ("r90", "mnist", "3", None),
-    ("r90", "mnist", "4", None),
-    ("temperature", "mnist", "1,2,3,4", None),
-    ("r90", "fmnist", "0,1,2,3,4", None),
-    ("temperature", "fmnist", "0,1,2,3,4", None),
-    ("sfl", "fmnist", "0", None),
+# (table, dataset, seeds, methods ("": all), jobs); jobs None: the count that finished the most
+# runs per hour. r90 and smoothness share their runs; temperature adds FedSoftMax T = 10, 20, 30.
+PHASES: tuple[tuple[str, str, str, str, int | None], ...] = (
+    ("r90", "mnist", "0", "fedavg", 1),
+    ("r90", "mnist", "0", "fedsoftmax", 3),
+    ("r90", "mnist", "1", "", 6),
+    ("temperature", "mnist", "0", "", None),
+    ("r90", "mnist", "2", "", None),
+    ("temperature", "mnist", "1", "", None),
+    ("r90", "mnist", "3,4", "", None),
+    ("temperature", "mnist", "2,3,4", "", None),
+    ("r90", "fmnist", "0,1,2,3,4", "", None),
+    ("temperature", "fmnist", "0,1,2,3,4", "", None),
+    ("sfl", "fmnist", "0", "", None),
 )
 GRACE = 15.0  # seconds a stopped sweep may take to end its rounds and record them
 FINISHED = ("complete", "diverged")
@@ -70,9 +73,11 @@ def pack(results: Path, archive: Path) -> int:
 
 
 def sweep_command(phase, jobs: int, results: Path, device: str, sets, threads) -> list[str]:
-    table, dataset, seeds, _ = phase
+    table, dataset, seeds, methods, _ = phase
     cmd = [sys.executable, "-m", "fedbench", "sweep", "--table", table, "--dataset", dataset]
     cmd += ["--seeds", seeds, "--jobs", str(jobs), "--results", str(results)]
+    if methods:
+        cmd += ["--methods", methods]
     cmd += ["--set", f"device={device}", "--log-level", "info"]
     if threads:
         cmd += ["--threads", str(threads)]
@@ -120,6 +125,7 @@ def phase_row(phase, jobs, before: set, results: Path, seconds: float, rc: int, 
         "table": phase[0],
         "dataset": phase[1],
         "seeds": phase[2],
+        "methods": phase[3] or "all",
         "jobs": jobs,
         "finished": len(new),
         "seconds": seconds,
@@ -158,7 +164,7 @@ class Campaign:
         for phase in self.opts.get("phases", PHASES):
             if self.left() <= 0:
                 break
-            jobs = phase[3] or best_jobs(self.rows)
+            jobs = phase[4] or best_jobs(self.rows)
             cmd = sweep_command(
                 phase, jobs, self.results, self.device, self.opts["sets"], self.opts["threads"]
             )

@@ -140,7 +140,7 @@ def measure_speed(rep: Report, args, device: torch.device) -> list[dict]:
 def run_campaign(rep: Report, args, device: torch.device) -> list[dict]:
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the sweeps' processes get the card's memory
-    results = Path(args.results or rep.out.parent / "gpu_check_results")
+    results = Path(args.results or ROOT / "results" / "gpu-check")  # ignored by git
     results.mkdir(parents=True, exist_ok=True)
     opts = {"sets": args.campaign_set, "threads": args.threads}
     if args.phases:
@@ -169,7 +169,7 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--campaign-set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--phases", help="campaign phases by index (gpu_campaign.PHASES)")
     ap.add_argument("--no-campaign", action="store_true")
-    ap.add_argument("--results", help="the campaign's results folder (default: beside --out)")
+    ap.add_argument("--results", help="the campaign's results (default: results/gpu-check)")
     ap.add_argument("--threads", type=int, help="torch CPU threads (default: fedbench's policy)")
     args = ap.parse_args(argv)
 
@@ -204,9 +204,10 @@ def final_table(rep: Report) -> None:
         print(gpu_peak.line(row))
     for row in d.get("campaign", []):
         print(
-            f"{row['table']}/{row['dataset']} seeds {row['seeds']} jobs={row['jobs']}: "
+            f"{row['table']}/{row['dataset']} seeds {row['seeds']} {row['methods']} "
+            f"jobs={row['jobs']}: "
             f"{row['finished']} runs in {row['seconds']:.0f} s, {row['runs_per_hour']:.0f}/h, "
-            f"s/round {row['mean_round_seconds']}"
+            f"s/round {row['mean_round_seconds'] or float('nan'):.3f}"
         )
 
 

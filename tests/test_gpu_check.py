@@ -47,6 +47,7 @@ def test_dry_run_checks_stops_on_time_and_packs(tmp_path):
         *("--data", data, "--out", out, "--deadline", deadline, *fams, "--speed-rounds", 1),
         *("--speed-set", "clients_per_round=2", "--speed-set", "local_steps=2"),
         *("--campaign-set", "K=2", "--campaign-set", "rounds=2", "--phases", "0"),
+        *("--results", tmp_path / "results"),
     )
     wall = time.monotonic() - t0
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -63,7 +64,7 @@ def test_dry_run_checks_stops_on_time_and_packs(tmp_path):
         names = tar.getnames()
     folders = {n.split("/")[0] for n in names}
     assert len(folders) == phase["finished"]
-    results = out.parent / "gpu_check_results"
+    results = tmp_path / "results"
     for f in folders:  # only finished runs, without their checkpoints
         assert json.loads((results / f / "run.json").read_text())["status"] == "complete"
     assert not [n for n in names if "checkpoint" in n]
