@@ -63,6 +63,11 @@ class Report:
         print(stamped, flush=True)
         self.logfile.write(stamped + "\n")
 
+    def trace(self, row: dict) -> None:
+        """A failed row's traceback, into the log file only (the output's tail stays short)."""
+        if row.get("traceback"):
+            self.logfile.write(row["traceback"])
+
     def save(self, key: str, value) -> None:
         self.data[key] = value
         self.data["elapsed_s"] = time.monotonic() - self.t0
@@ -111,6 +116,7 @@ def check_families(rep: Report, args, device: str) -> list[dict]:
         for row in gpu_families.check_family(fam, device, cache, refs, rep.left):
             rows.append(row)
             rep.log(gpu_families.line(row))
+            rep.trace(row)
         rep.save("families", rows)
     cache.clear()
     return rows
@@ -130,9 +136,10 @@ def measure_speed(rep: Report, args, device: torch.device) -> list[dict]:
         try:
             row = gpu_peak.family_speed(fam, str(device), args.speed_rounds, peaks, args.speed_set)
         except Exception as e:  # a family's failure is a finding, not the end of the check
-            row = {"family": fam, "error": repr(e)}
+            row = gpu_families.failed(fam, e)
         rows.append(row)
         rep.log(gpu_peak.line(row))
+        rep.trace(row)
         rep.save("speed", rows)
     return rows
 
@@ -193,6 +200,16 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
+def step(rep: Report, name: str, fn, *args) -> None:
+    """fn(rep, *args); its exception logged with its traceback, and the next step runs."""
+    try:
+        fn(rep, *args)
+    except Exception as e:
+        rep.log(f"{name}: FAILED {e!r}")
+        rep.trace(gpu_families.failed(name, e))
+        rep.save(f"{name}_error", repr(e))
+
+
 def final_table(rep: Report) -> None:
     """The summary the device tool's output tail shows."""
     d = rep.data
@@ -232,9 +249,9 @@ def main(argv=None) -> int:
     rep.save("environment", environment(device))
     rep.log(json.dumps(rep.data["environment"]))
     rows = check_families(rep, args, str(device))
-    measure_speed(rep, args, device)
+    step(rep, "speed", measure_speed, args, device)
     if not args.no_campaign and rep.left() > gpu_campaign.GRACE:
-        run_campaign(rep, args, device)
+        step(rep, "campaign", run_campaign, args, device)
     ok = bool(rows) and all(r.get("ok") for r in rows if "skipped" not in r)
     rep.save("all_families_ok", ok)
     rep.log(f"done: every family's check {'passed' if ok else 'did NOT pass'}")

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import time
+import traceback
 from pathlib import Path
 
 import engine_speed  # benchmarks/engine_speed.py: random data shaped like a model's dataset
@@ -196,6 +197,12 @@ def check_layout(family: str, layout: str, device: str, cache: dict, ref: dict) 
     return out
 
 
+def failed(family: str, e: Exception, **where) -> dict:
+    """A row for an exception: its repr, and its traceback's last lines for the log."""
+    tb = traceback.format_exc(limit=-6)
+    return {"family": family, **where, "ok": False, "error": repr(e), "traceback": tb}
+
+
 def check_family(family: str, device: str, cache: dict, refs: Path, left) -> list[dict]:
     """Every layout of one family, while time is left (left() -> seconds)."""
     path = refs / f"{family}.json"
@@ -203,7 +210,10 @@ def check_family(family: str, device: str, cache: dict, refs: Path, left) -> lis
         return [{"family": family, "ok": False, "error": f"no reference {path.name}"}]
     ref = json.loads(path.read_text())
     t0 = time.perf_counter()
-    first = engine(family, device, cache)
+    try:
+        first = engine(family, device, cache)
+    except Exception as e:  # e.g. its data: the other families still run
+        return [failed(family, e)]
     rows = []
     for layout in layouts_of(first):
         if left() <= 0:
@@ -212,7 +222,7 @@ def check_family(family: str, device: str, cache: dict, refs: Path, left) -> lis
         try:
             rows.append(check_layout(family, layout, device, cache, ref))
         except Exception as e:  # one layout's failure is a finding, not the end of the check
-            rows.append({"family": family, "layout": layout, "ok": False, "error": repr(e)})
+            rows.append(failed(family, e, layout=layout))
     rows[0]["seconds"] = time.perf_counter() - t0
     return rows
 

@@ -137,3 +137,17 @@ def test_best_jobs_is_the_most_runs_per_hour(bench):
     ]
     assert camp.best_jobs(rows) == 2  # a phase cut by the deadline measured nothing whole
     assert camp.best_jobs([]) == 1
+
+
+def test_a_failing_family_is_a_row_not_the_end(bench, tmp_path):
+    """A missing reference, or an exception in a layout, becomes a failed row with its traceback
+    (the log keeps it); the other families still run."""
+    fams, _ = bench
+    (row,) = fams.check_family("cnn", "cpu", {}, tmp_path, lambda: 100.0)
+    assert row["ok"] is False and "no reference cnn.json" in row["error"]
+    try:
+        raise RuntimeError("CUDA error: an illegal memory access")
+    except RuntimeError as e:
+        row = fams.failed("vgg9", e, layout="grouped")
+    assert row["ok"] is False and "illegal memory access" in row["traceback"]
+    assert fams.line(row).startswith("vgg9      grouped       FAIL RuntimeError")
