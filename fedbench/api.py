@@ -44,7 +44,9 @@ def train(
     plugins: files or modules to load first (besides FEDBENCH_PLUGINS and entry points)."""
     from fedbench import plugins as plugin_loader
 
-    plugin_loader.load_all(plugins)
+    _check_flag("overwrite", overwrite)
+    _check_threads(threads)
+    plugin_loader.load_all(_names("plugins", plugins))
     cfg = _config(config, preset, overrides)
     from fedbench.training import threads as thread_policy
     from fedbench.training.runner import RunExists
@@ -55,6 +57,25 @@ def train(
         return run_train(cfg, Path(results), overwrite=overwrite)
     except RunExists:
         return _stored(cfg, Path(results))
+
+
+def _check_flag(name: str, value: Any) -> None:
+    """True or False only: 'no' or 0 must not pass as a wish (as a CLI flag cannot)."""
+    if not isinstance(value, bool):
+        raise FedbenchError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_threads(threads: Any) -> None:
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):  # fmt: skip
+        raise FedbenchError(f"threads must be a whole number >= 1 or None, got {threads!r}")
+
+
+def _names(what: str, values: Any) -> list[str]:
+    """An iterable of texts (a single text is refused: it would be read letter by letter)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise FedbenchError(f"{what} must be a list, got {values!r}; e.g. {what}=[{values!r}]")
+    return [str(v) for v in values]
 
 
 def _config(config: Any, preset: str | None, overrides: dict):
@@ -99,8 +120,9 @@ def load_runs(
     every config field, method parameters as `param.NAME`, summary, data fingerprint,
     device, versions, plugins); rounds: every rounds.parquet with its run_id first.
     dataset / method / where select runs as `--dataset` / `--method` / `--where` do (where:
-    {"s": 0.5} or ["s=0.5"]). shipped: also the runs shipped with fedbench once it ships
-    some (fedbench export's store); today only `results` is read. on_error: "skip" leaves out
+    {"s": 0.5} or ["s=0.5"]). shipped: also the runs of the shipped store (results/shipped,
+    fedbench.results.store; a run both there and in `results` is read once, from the store);
+    the runs' `source` column says which ("shipped" or "results"). on_error: "skip" leaves out
     a damaged or hostile record (fedbench.safe_read) with a warning naming its file, "fail"
     raises a FedbenchError naming it."""
     import pandas as pd
@@ -109,13 +131,14 @@ def load_runs(
     from fedbench.results import RunIndex
     from fedbench.run_filter import RunFilter
 
-    plugin_loader.load_all(plugins)
-    if isinstance(where, dict):
-        texts = [f"{k}={v}" for k, v in where.items()]
-    else:
-        texts = list(where or ())
+    _check_flag("shipped", shipped)
+    if on_error not in ("skip", "fail"):
+        raise FedbenchError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
+    plugin_loader.load_all(_names("plugins", plugins))
+    texts = [f"{k}={v}" for k, v in where.items()] if isinstance(where, dict) else \
+        _names("where", where or ())  # fmt: skip
     flt = RunFilter.parse(dataset, method, None, texts)
-    index = RunIndex(Path(results), on_error=on_error, must_exist=not shipped)
+    index = RunIndex(Path(results), on_error=on_error, must_exist=not shipped, shipped=shipped)
     rows, frames = [], []
     for key in index.by_key:
         for rec in index.runs(key):
@@ -125,7 +148,9 @@ def load_runs(
             if rounds is None:
                 continue
             rows.append(_run_row(rec))
-            rounds.insert(0, "run_id", rec.run_id)
+            # the CLI's rounds.parquet (and the store) carry run_id already: one, first
+            rounds = rounds.drop(columns=["run_id"], errors="ignore")
+            rounds.insert(0, "run_id", rows[-1]["run_id"])
             frames.append(rounds)
     for problem in index.problems:  # left out: said, never silent
         warnings.warn(f"skipped: {problem}", stacklevel=3)
@@ -143,7 +168,8 @@ def _run_row(rec) -> dict:
     meta = rec.meta
     cfg = config_from_dict(rec.config)
     row: dict[str, Any] = {"run_id": rec.run_id, "config_hash": config_hash(cfg),
-                           "status": rec.status}  # fmt: skip
+                           "status": rec.status,
+                           "source": "shipped" if rec.shipped else "results"}  # fmt: skip
     row.update({k: v for k, v in cfg.to_dict().items() if k != "method_params"})
     row.update({f"param.{k}": v for k, v in canonical_method_params(cfg).items()})
     row.update(rec.summary)

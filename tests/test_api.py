@@ -93,3 +93,79 @@ def test_load_runs_needs_no_torch(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+# ------------------------------------------------ folders the CLI wrote, and the shipped store
+
+TINY_SETS = ["--set", "N=6", "--set", "K=3", "--set", "local_steps=2", "--set", "eval_train=false"]
+
+
+def _cli(*args):
+    from conftest import invoke
+
+    r = invoke(*args, "--threads", "1")
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def test_load_runs_reads_what_train_and_sweep_wrote(tmp_path, one_thread):
+    """rounds.parquet written by the CLI holds run_id already (it crashed load_runs)."""
+    res = tmp_path / "r"
+    _cli("train", "--preset", "default", "--rounds", "2", *TINY_SETS, "--results", res)
+    _cli("sweep", "--methods", "fedavg,fedprox", "--grid", "mu=0,1", "--seeds", "1",
+         "--set", "rounds=2", *TINY_SETS, "--results", res, "--quiet")  # fmt: skip
+    runs, rounds = fedbench.load_runs(res, shipped=False)
+    assert len(runs) == 4 and set(runs["source"]) == {"results"}
+    assert (
+        list(rounds.columns[:2]) == ["run_id", "round"]
+        and list(rounds.columns).count("run_id") == 1
+    )
+    assert rounds.groupby("run_id").size().to_dict() == dict.fromkeys(runs["run_id"], 3)
+    only, _ = fedbench.load_runs(res, shipped=False, method="fedprox", where={"mu": 1})
+    assert len(only) == 1 and only["param.mu"].iloc[0] == 1
+
+
+def test_load_runs_reads_the_shipped_store(monkeypatch):
+    from pathlib import Path
+
+    from fedbench.results.store import _DEFAULT, default_store
+
+    shipped = Path(__file__).resolve().parents[1] / "results" / "shipped"
+    monkeypatch.setenv("FEDBENCH_STORE", str(shipped))
+    monkeypatch.setattr("fedbench.results.store._DEFAULT", {**_DEFAULT})
+    shipped_ids = {row["run_id"] for _, row in default_store().rows()}
+    assert shipped_ids, "no shipped store in this tree"
+    runs, rounds = fedbench.load_runs("no-such-folder", shipped=True)
+    assert set(runs["source"]) == {"shipped"} and set(runs["run_id"]) <= shipped_ids
+    assert len(runs) > 100 and set(rounds["run_id"]) == set(runs["run_id"])
+    assert list(rounds.columns).count("run_id") == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        (dict(shipped="no"), "shipped must be True or False"),
+        (dict(on_error="ignore"), "on_error must be 'skip' or 'fail'"),
+        (dict(where="s=1"), "where must be a list"),
+        (dict(plugins="mine.py"), "plugins must be a list"),
+        (dict(where={"nosuch": 1}), "nosuch is not a config field"),
+    ],
+)
+def test_load_runs_refuses_bad_arguments_as_the_cli_does(tmp_path, kwargs, says):
+    with pytest.raises(FedbenchError, match=says):
+        fedbench.load_runs(tmp_path, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        (dict(overwrite="no"), "overwrite must be True or False"),
+        (dict(threads=0), "threads must be a whole number"),
+        (dict(nosuchfield=1), "unknown key 'nosuchfield'"),
+    ],
+)
+def test_train_refuses_bad_arguments_before_running(tmp_path, kwargs, says):
+    args = {**FAST, **kwargs}
+    with pytest.raises(FedbenchError, match=says):
+        fedbench.train(results=tmp_path, **args)
+    assert not list(tmp_path.iterdir())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fedbench.atomic import refuse_links
 from fedbench.errors import FedbenchError
-from fedbench.results.store import _DEFAULT, CALIBRATION, Store, read_table
+from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store, read_table
 from fedbench.safe_read import read_bytes
 
 
@@ -16,13 +16,22 @@ def publish(index, records, root: Path, group: str, command: str) -> dict:
     """Add the finished records not in the store yet (by config_hash and data fingerprint) to
     root/<group>/{runs,rounds}.parquet, sorted by run_id (and round). A run id the store holds
     for other data gets its fingerprint's -d suffix. Refuses, writing nothing, when the store
-    would pass SIZE_BUDGET. Returns counts: added, already (in the store), unfinished."""
+    would pass SIZE_BUDGET. Returns counts: added, already (in the store), unfinished.
+    One publish at a time (fedbench.results.publish_lock); both files carry one generation
+    token, so a reader tells a pair from two publishes (Store.rounds refuses it)."""
+    from fedbench.results.publish_lock import publish_lock
+
+    check_group(group)
+    with publish_lock(root):  # the store as read here is the one written: no lost update
+        return _publish_locked(index, records, root, group, command)
+
+
+def _publish_locked(index, records, root: Path, group: str, command: str) -> dict:
     import pyarrow as pa
 
     from fedbench.results.export import export_tables
     from fedbench.results.index import FINISHED, RunIndex
 
-    check_group(group)
     store = Store(root)
     shipped = RunIndex(root / ".none", must_exist=False, shipped=store)  # keys as computed now
     have = {(r.key, r.fingerprint) for r in shipped.records()}
@@ -87,14 +96,18 @@ def _unique_ids(runs, rounds, ids: dict):
 
 
 def _write_within_budget(store: Store, folder: Path, runs, rounds, command: str) -> None:
-    """Write the group's two files aside, check the store's size, then swap them in."""
+    """Write the group's two files aside, check the store's size, then swap them in (rounds
+    first: a kill between the two leaves a pair whose generations differ, which is refused)."""
+    import secrets
+
     from fedbench.results.export import write_table
 
     folder.mkdir(parents=True, exist_ok=True)
     tmp = {name: folder / f".{name}.publish" for name in ("runs", "rounds")}
     try:
-        write_table(runs, tmp["runs"], {"made_by": command})
-        write_table(rounds, tmp["rounds"], {"made_by": command})
+        made = {"made_by": command, GENERATION: secrets.token_hex(8)}
+        write_table(runs, tmp["runs"], made)
+        write_table(rounds, tmp["rounds"], made)
         old = sum((folder / f"{n}.parquet").stat().st_size for n in tmp
                   if (folder / f"{n}.parquet").is_file())  # fmt: skip
         size = store.size() - old  # the temp files counted in place of the old ones
@@ -103,8 +116,8 @@ def _write_within_budget(store: Store, folder: Path, runs, rounds, command: str)
                 f"publishing would make the shipped store {size / 2**20:.1f} MiB, over its "
                 f"budget of {budget() / 2**20:.0f} MiB; publish fewer runs"
             )
-        for name, p in tmp.items():
-            os.replace(p, folder / f"{name}.parquet")
+        for name in ("rounds", "runs"):
+            os.replace(tmp[name], folder / f"{name}.parquet")
     finally:
         for p in tmp.values():
             p.unlink(missing_ok=True)
@@ -112,6 +125,13 @@ def _write_within_budget(store: Store, folder: Path, runs, rounds, command: str)
 
 def publish_fit(fit_path: Path, root: Path) -> str:
     """Copy a calibration fit into the store (unchanged if the same; refused if different)."""
+    from fedbench.results.publish_lock import publish_lock
+
+    with publish_lock(root):
+        return _publish_fit(fit_path, root)
+
+
+def _publish_fit(fit_path: Path, root: Path) -> str:
     target = root / CALIBRATION / fit_path.name
     refuse_links(target, root)
     data = read_bytes(fit_path)

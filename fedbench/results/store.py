@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 STORE_ENV = "FEDBENCH_STORE"
 SIZE_BUDGET = 50 * 1024 * 1024  # bytes, the whole store
 CALIBRATION = "calibration"
+GENERATION = "generation"  # a publish's token, in both files' metadata (fedbench.generation)
 
 
 def store_root() -> Path | None:
@@ -51,6 +52,7 @@ class Store:
         self.root = None if root is None else Path(root)
         self._runs: list[tuple[str, dict]] | None = None
         self._rounds: dict[str, pa.Table] = {}
+        self._generation: dict[str, bytes | None] = {}  # group -> its runs.parquet's token
 
     def groups(self) -> list[str]:
         if self.root is None or not self.root.is_dir():
@@ -64,13 +66,15 @@ class Store:
             for g in self.groups():
                 path = self.root / g / "runs.parquet"
                 try:
-                    rows = read_table(path).to_pylist()
+                    table = read_table(path)
+                    rows = table.to_pylist()
                 except Exception as e:
                     first = (str(e).splitlines() or [type(e).__name__])[0]
                     raise FedbenchError(
                         f"shipped store file {path} is unreadable ({first}); restore it from git "
                         f"(git checkout -- {path}) or set {STORE_ENV}=none"
                     ) from None
+                self._generation[g] = generation(table)
                 self._runs += [(g, r) for r in rows]
         return self._runs
 
@@ -78,9 +82,21 @@ class Store:
         import pyarrow.compute as pc
 
         if group not in self._rounds:
-            self._rounds[group] = read_table(self.root / group / "rounds.parquet")
+            self._rounds[group] = self._read_rounds(group)
         t = self._rounds[group]
         return t.filter(pc.equal(t.column("run_id"), run_id))
+
+    def _read_rounds(self, group: str) -> pa.Table:
+        path = self.root / group / "rounds.parquet"
+        table = read_table(path)
+        ours, theirs = self._generation.get(group), generation(table)
+        if ours and theirs and ours != theirs:  # a publish killed between its two renames
+            raise FedbenchError(
+                f"shipped store group {self.root / group}: rounds.parquet and runs.parquet are "
+                f"from different publishes; restore both from git (git checkout -- "
+                f"{self.root / group}) and publish again"
+            )
+        return table
 
     def calibration(self, table: str, dataset: str) -> Path | None:
         if self.root is None:
@@ -92,6 +108,11 @@ class Store:
         if self.root is None or not self.root.is_dir():
             return 0
         return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+
+
+def generation(table: pa.Table) -> bytes | None:
+    """The publish token a store file carries (None: written before tokens, or by export)."""
+    return (table.schema.metadata or {}).get(f"fedbench.{GENERATION}".encode())
 
 
 def read_table(path: Path) -> pa.Table:
