@@ -250,11 +250,13 @@ def _table_summary(results, fmt, out, on_error, strict=False, flt=None):
 def summary_columns(df, metas: list[dict]):
     """The summary's columns, with the fields that vary among these runs after the dataset
     (three stragglers runs differ in `stragglers`, not only in run id), sorted by them."""
+    from fedbench.identity import method_label
     from fedbench.run_filter import run_fields, sort_key, varying_fields
     from fedbench.tables import SUMMARY_COLUMNS
 
     shown = varying_fields(metas, always=("method", "dataset", "seed"))
     df = df[SUMMARY_COLUMNS].copy()
+    df["method"] = [method_label(m.get("config") or {}) for m in metas]  # fedavg+adam
     at = SUMMARY_COLUMNS.index("dataset") + 1
     for i, name in enumerate(shown):
         df.insert(at + i, name, [run_fields(m).get(name) for m in metas])

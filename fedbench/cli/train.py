@@ -56,6 +56,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
       fedbench train --preset fedlga-fmnist > log 2>&1   # a progress line every 10 s
     """
     from fedbench.assembly import build_config
+    from fedbench.identity import server_lr_note
     from fedbench.resources import check_memory
     from fedbench.training import signals
     from fedbench.training import threads as thread_policy
@@ -71,6 +72,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
     }
     cfg = build_config(preset, config_file, command_line(sets, flags))
     check_folder(results, "--results", claims=True)
+    common.warn("warning:", filter(None, [server_lr_note(cfg)]))
     check_memory(cfg)
     policy = Policy.from_env(checkpoint_rounds, checkpoint_minutes)
     thread_policy.configure(threads)
