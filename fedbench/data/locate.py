@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from fedbench.errors import FedbenchError
@@ -76,5 +77,19 @@ def looked_in(dirs: list[Path]) -> str:
     return ", ".join(shown)
 
 
+_OFF = [0]  # > 0 inside downloads_off()
+
+
 def may_download() -> bool:
-    return not os.environ.get("FEDBENCH_NO_DOWNLOAD")
+    return not (_OFF[0] or os.environ.get("FEDBENCH_NO_DOWNLOAD"))
+
+
+@contextmanager
+def downloads_off():
+    """No dataset downloads in this block (a loader not finding its data raises its one-line
+    not-found error): for commands that read what is here, as `table report`."""
+    _OFF[0] += 1
+    try:
+        yield
+    finally:
+        _OFF[0] -= 1
