@@ -97,8 +97,39 @@ def config_hash(cfg: RunConfig, version: int | None = None) -> str:
 
 
 def run_id(cfg: RunConfig) -> str:
-    """A run's name: method, dataset and seed for people, the config hash for identity."""
-    return f"{cfg.method}-{cfg.dataset}-s{cfg.seed}-{config_hash(cfg)}"
+    """A run's name: method (with its server optimizer, method_label), dataset and seed for
+    people, the config hash for identity."""
+    return f"{method_label(cfg)}-{cfg.dataset}-s{cfg.seed}-{config_hash(cfg)}"
+
+
+def method_label(cfg: RunConfig | dict) -> str:
+    """The method as people name it: `fedavg`, or with the server optimizer that makes it
+    another method, `fedavg+adam` (FedAdam), `fedavg+momentum` (FedAvgM). A RunConfig or its
+    dict (run.json's config; fields it lacks are at their defaults)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k, d=None: getattr(cfg, k, d)
+    method, opt = get("method", "?"), get("server_opt", "sgd") or "sgd"
+    if opt != "sgd":
+        return f"{method}+{opt}"
+    return f"{method}+momentum" if get("server_momentum", 0) else str(method)
+
+
+# log10 of the best server learning rates Reddi et al. 2021 found per adaptive optimizer over
+# their six tasks (App. D; google-research/federated optimization/hyperparameters.md), and on
+# how many of the six it was at most 0.1
+BEST_SERVER_LR = {"adagrad": (-1.5, 1.0, 4), "adam": (-2.5, 0.0, 4), "yogi": (-2.5, 0.0, 4)}
+
+
+def server_lr_note(cfg: RunConfig) -> str | None:
+    """One line when an adaptive server optimizer runs at server_lr = 1, the default meant
+    for sgd (the aggregate itself): its step moves every weight by ~server_lr a round."""
+    if cfg.server_opt not in BEST_SERVER_LR or cfg.server_lr != 1.0:
+        return None
+    low, high, below = BEST_SERVER_LR[cfg.server_opt]
+    return (
+        f"server_opt={cfg.server_opt} at the default server_lr=1 (meant for sgd): Reddi et al. "
+        f"2021 (App. D) found its best server lr between 10^{low:g} and 10^{high:g}, at most 0.1 "
+        f"on {below} of 6 tasks; set one, e.g. --set server_lr=0.01"
+    )
 
 
 def canonical_method_params(cfg: RunConfig) -> dict[str, Any]:

@@ -148,13 +148,18 @@ def varying_fields(metas: list[dict], always: Iterable[str] = ()) -> list[str]:
     order = {k: i for i, k in enumerate(FIELD_TYPES)}
     keys.sort(key=lambda k: order.get(k, len(order)))
     skip = set(always)
+    if "method" in skip:  # shown by the method's label, `fedavg+adam` (identity.method_label)
+        skip.add("server_opt")
     return [k for k in keys if k not in skip and len({r.get(k, "") for r in rows}) > 1]
 
 
 def run_label(meta: dict, shown: list[str]) -> str:
-    """method, the shown fields as k=v, seed: `fedavg stragglers=0.5 s0`."""
+    """method (with its server optimizer), the shown fields as k=v, seed: `fedavg
+    stragglers=0.5 s0`, `fedavg+adam server_lr=0.01 s0`."""
+    from fedbench.identity import method_label
+
     cfg = meta.get("config") or {}
-    parts = [str(cfg.get("method", "?"))]
+    parts = [method_label(cfg)]
     values = run_fields(meta)
     parts += [f"{k}={_short(values[k])}" for k in shown if values.get(k) is not None]
     return " ".join(parts + [f"s{cfg.get('seed')}"])

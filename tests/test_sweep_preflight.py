@@ -43,7 +43,7 @@ def test_the_cifar100_line_exits_2_before_writing_anything(no_cifar, monkeypatch
         assert len(lines) == 1, r.stderr
         line = lines[0]
         assert line.startswith("Error: cifar100 not found (looked in ")
-        assert str(no_cifar / "data" / "cifar-100-python") in line  # the folders searched
+        assert "$FEDBENCH_DATA/cifar-100-python" in line  # the folders searched
         assert "expected cifar-100-python/{train,test}" in line  # the layout
         assert "fedbench data get cifar100" in line and "--data-dir" in line  # how to get it
         assert "FEDBENCH_MIRROR" in line and "downloads are off (FEDBENCH_NO_DOWNLOAD)" in line

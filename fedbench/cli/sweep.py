@@ -141,6 +141,9 @@ def sweep(**options):
     check_folder(a.results, "--results", claims=True)
     configs, unavailable, label = sweep_configs(a)
     check_data(configs, a)
+    from fedbench.identity import server_lr_note
+
+    warn("warning:", dict.fromkeys(filter(None, map(server_lr_note, configs))))
     on_damage = damaged_choice(a.damaged, a.on_error)
     plan = plan_sweep(configs, Path(a.results), on_error=on_damage, strict=a.strict, shipped=True)
     plan.unavailable = unavailable
@@ -171,7 +174,7 @@ def damaged_choice(damaged: str | None, on_error: str | None) -> str:
 
 def dry_run_lines(todo: list) -> list[str]:
     """One line per run to do: run id, method, the fields that vary among them, seed."""
-    from fedbench.identity import run_id
+    from fedbench.identity import method_label, run_id
     from fedbench.run_filter import run_fields, varying_fields
 
     if not todo:
@@ -182,7 +185,7 @@ def dry_run_lines(todo: list) -> list[str]:
     rows = [["run", "method", *shown, "seed"]]
     for cfg, meta in zip(todo, metas):
         values = run_fields(meta)
-        rows.append([run_id(cfg), cfg.method, *(_shown(values.get(k)) for k in shown),
+        rows.append([run_id(cfg), method_label(cfg), *(_shown(values.get(k)) for k in shown),
                      str(cfg.seed)])  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]

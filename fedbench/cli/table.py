@@ -204,13 +204,14 @@ def _table_report(results, out, on_error):
     from fedbench.tables import claims_summary
     from fedbench.tables.report import write_report
 
-    path, entries, file_entries = write_report(results, out, on_error)
+    path, entries, file_entries, absent = write_report(results, out, on_error)
     for e in entries:
         ds = e.result.selection.dataset or "all datasets"
         click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")
     for f in file_entries:  # no runs here: the file's own verdicts
         claims = f.claims[0] if f.claims else "no claims in the file"
         click.echo(f"{f.name} ({f.dataset or 'all datasets'}), from {f.file}: {claims}")
+    echo_lines(dict.fromkeys(absent))  # a table whose data is not here: one line each
     click.echo(f"wrote {path}")
 
 
@@ -250,11 +251,13 @@ def _table_summary(results, fmt, out, on_error, strict=False, flt=None):
 def summary_columns(df, metas: list[dict]):
     """The summary's columns, with the fields that vary among these runs after the dataset
     (three stragglers runs differ in `stragglers`, not only in run id), sorted by them."""
+    from fedbench.identity import method_label
     from fedbench.run_filter import run_fields, sort_key, varying_fields
     from fedbench.tables import SUMMARY_COLUMNS
 
     shown = varying_fields(metas, always=("method", "dataset", "seed"))
     df = df[SUMMARY_COLUMNS].copy()
+    df["method"] = [method_label(m.get("config") or {}) for m in metas]  # fedavg+adam
     at = SUMMARY_COLUMNS.index("dataset") + 1
     for i, name in enumerate(shown):
         df.insert(at + i, name, [run_fields(m).get(name) for m in metas])

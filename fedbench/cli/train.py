@@ -57,6 +57,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
     """
     from fedbench.assembly import build_config
     from fedbench.devices import tf32_requested
+    from fedbench.identity import server_lr_note
     from fedbench.resources import check_memory
     from fedbench.training import signals
     from fedbench.training import threads as thread_policy
@@ -72,6 +73,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
     }
     cfg = build_config(preset, config_file, command_line(sets, flags))
     check_folder(results, "--results", claims=True)
+    common.warn("warning:", filter(None, [server_lr_note(cfg)]))
     check_memory(cfg)
     policy = Policy.from_env(checkpoint_rounds, checkpoint_minutes)
     tf32_requested()  # a bad FEDBENCH_TF32: one line before any work

@@ -23,7 +23,7 @@ LAYOUT = {
 HOW_TO_GET = (
     "expected {folder}/{{{files}}} (the python version from cs.toronto.edu/~kriz/cifar.html); "
     "run `fedbench data get {name}` (from a mirror: --url URL or $FEDBENCH_MIRROR), or put the "
-    "{folder}/ folder in --data-dir"
+    "{folder}/ folder in --data-dir or $FEDBENCH_DATA"
 )
 
 

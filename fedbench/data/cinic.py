@@ -25,7 +25,7 @@ CACHE_MIN = 1000  # images; smaller splits are decoded every time
 HOW_TO_GET = (
     "expected CINIC-10/{train,test}/<10 class folders>/*.png (github.com/BayesWatch/cinic-10); "
     "run `fedbench data get cinic10` (from a mirror: --url URL or $FEDBENCH_MIRROR), or put "
-    "CINIC-10/ in --data-dir"
+    "CINIC-10/ in --data-dir or $FEDBENCH_DATA"
 )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from fedbench.data.download import auto_fetch
-from fedbench.data.locate import cache_root
+from fedbench.data.locate import cache_root, not_found
 from fedbench.data.registry import Arrays, DataShape, float_bytes, register_dataset
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
@@ -28,15 +28,13 @@ FILES = {
 # torchvision folder names and the Debian package's folder
 FOLDERS = {"mnist": "MNIST", "fmnist": "FashionMNIST"}
 SYSTEM_DIRS = {"fmnist": ["/usr/share/datasets/fashion-mnist"], "mnist": []}
-_LAYOUT = (
-    "the 4 IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
-    "t10k-labels-idx1-ubyte; gzipped or not)"
-)
+_LAYOUT = "its 4 IDX files ({train,t10k}-{images-idx3,labels-idx1}-ubyte, gzipped or not)"
 HOW_TO_GET = {
-    "mnist": "run `fedbench data get mnist` (from a mirror: --url URL or $FEDBENCH_MIRROR), "
-    f"or put {_LAYOUT} in --data-dir",
-    "fmnist": "run `fedbench data get fmnist` (from a mirror: --url URL or $FEDBENCH_MIRROR; "
-    f"or apt-get install dataset-fashion-mnist), or put {_LAYOUT} in --data-dir",
+    "mnist": "run `fedbench data get mnist` (a mirror: --url URL or $FEDBENCH_MIRROR), "
+    f"or put {_LAYOUT} in --data-dir or $FEDBENCH_DATA",
+    "fmnist": "run `fedbench data get fmnist` (a mirror: --url URL or $FEDBENCH_MIRROR; "
+    f"or apt-get install dataset-fashion-mnist), or put {_LAYOUT} in --data-dir or "
+    "$FEDBENCH_DATA",
 }
 # per-pixel mean and std of the training images, scaled to [0, 1]
 NORMALIZE = {"mnist": (0.1307, 0.3081), "fmnist": (0.2860, 0.3530)}
@@ -73,8 +71,7 @@ def locate(name: str, data_dir: str | None, download: bool = True) -> Path:
             return d
     if download and auto_fetch(name):
         return locate_no_download(name, dirs)
-    looked = ", ".join(str(d) for d in dirs)
-    raise FedbenchError(f"{name} not found (looked in {looked}); {HOW_TO_GET[name]}")
+    raise not_found(name, dirs, HOW_TO_GET[name])
 
 
 def locate_no_download(name: str, dirs: list[Path]) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from fedbench.errors import FedbenchError
@@ -41,9 +42,54 @@ def find_folder(
                 return d
         if attempt == 0 and not (download and may_download() and download()):
             break
-    looked = ", ".join(str(d) for d in dirs)
-    raise FedbenchError(f"{name} not found (looked in {looked}); {how_to_get}")
+    raise not_found(name, dirs, how_to_get)
+
+
+def not_found(name: str, dirs: list[Path], how_to_get: str) -> FedbenchError:
+    """The one-line error for a dataset no folder holds: the folders looked in (looked_in),
+    whether $FEDBENCH_DATA was set, and how to get it."""
+    env = os.environ.get("FEDBENCH_DATA")
+    said = f"; $FEDBENCH_DATA = {env}" if env else "; $FEDBENCH_DATA is not set"
+    return FedbenchError(f"{name} not found (looked in {looked_in(dirs)}{said}); {how_to_get}")
+
+
+def looked_in(dirs: list[Path]) -> str:
+    """The folders searched, short: resolved and deduplicated, the current folder as ./, the
+    home folder as ~, $FEDBENCH_DATA by name; a root that does not exist here (the development
+    checkout's ../shared/data) is left out."""
+    env = os.environ.get("FEDBENCH_DATA")
+    names = [(Path(env).resolve(), "$FEDBENCH_DATA")] if env else []
+    names += [(Path.cwd().resolve(), "."), (Path.home().resolve(), "~")]
+    shared = (Path.cwd() / ".." / "shared" / "data").resolve()
+    shown: list[str] = []
+    for d in dirs:
+        r = d.resolve()
+        if (r == shared or shared in r.parents) and not shared.is_dir():
+            continue
+        text = str(r)
+        for root, label in names:
+            if r == root or root in r.parents:
+                rel = r.relative_to(root).as_posix()
+                text = label + ("" if rel == "." else "/" + rel)
+                break
+        if text not in shown:
+            shown.append(text)
+    return ", ".join(shown)
+
+
+_OFF = [0]  # > 0 inside downloads_off()
 
 
 def may_download() -> bool:
-    return not os.environ.get("FEDBENCH_NO_DOWNLOAD")
+    return not (_OFF[0] or os.environ.get("FEDBENCH_NO_DOWNLOAD"))
+
+
+@contextmanager
+def downloads_off():
+    """No dataset downloads in this block (a loader not finding its data raises its one-line
+    not-found error): for commands that read what is here, as `table report`."""
+    _OFF[0] += 1
+    try:
+        yield
+    finally:
+        _OFF[0] -= 1

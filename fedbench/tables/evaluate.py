@@ -197,3 +197,20 @@ def evaluate_table(
     out.notes = index.notes
     out.claims = evaluate_claims(out)
     return out
+
+
+def absent_data(result: TableResult) -> list[str]:
+    """One line for a table whose data cells could not be computed because their data is not
+    here (a `not found` note), e.g. for `table report`, which never downloads; [] otherwise."""
+    absent = {
+        res.cell.dataset
+        for res in result.cells
+        if res.cell.kind == "data" and res.status == "unavailable" and "not found" in res.note
+    }
+    if not absent:
+        return []
+    names = ", ".join(sorted(absent))
+    return [
+        f"{result.spec.name}: not evaluated, its data is not here ({names}); get it with "
+        f"`fedbench data get {' '.join(sorted(absent))}`, or point $FEDBENCH_DATA at it"
+    ]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from fedbench.errors import FedbenchError
 from fedbench.tables.decision import RULE
-from fedbench.tables.evaluate import evaluate_table
+from fedbench.tables.evaluate import absent_data, evaluate_table
 from fedbench.tables.render import header_lines, substitute_line, write_guarded
 from fedbench.tables.result import Selection, TableResult
 from fedbench.tables.spec import TABLES, TableSpec, cell_config
@@ -248,10 +248,19 @@ def _join(values) -> str:
     return ",".join(str(v) for v in vals) or "?"
 
 
-def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail") -> list[Entry]:
+def collect(
+    results: Path | str, tables_dir: Path | str, on_error: str = "fail", absent: list | None = None
+) -> list[Entry]:
+    """The tables with runs here; `absent` gets a line per table whose data is not here."""
+    from fedbench.data.locate import downloads_off
     from fedbench.results import RunIndex
 
     index = RunIndex(results, on_error=on_error, must_exist=False, shipped=True)  # once for all
+    with downloads_off():  # a report reads what is here, never downloads
+        return _collect(results, tables_dir, on_error, index, [] if absent is None else absent)
+
+
+def _collect(results, tables_dir, on_error, index, absent: list) -> list[Entry]:
     entries = []
     for spec, sel, cmd, file, ignored in _candidates(Path(tables_dir), str(results)):
         fit_line = None
@@ -265,6 +274,7 @@ def collect(results: Path | str, tables_dir: Path | str, on_error: str = "fail")
                 continue
         result = evaluate_table(spec, results, sel, on_error=on_error, index=index)
         if not any(c.n > 0 for c in result.cells if c.cell.kind == "runs"):
+            absent += absent_data(result)
             continue
         if file and result.run_count() < _file_run_count(Path(tables_dir) / file):
             continue  # fewer of its runs here than the file was made from: report the file
@@ -472,8 +482,9 @@ def _file_section(f: FileEntry) -> list[str]:
 
 def write_report(
     results: Path | str, tables_dir: Path | str, on_error: str = "fail", date: str | None = None
-) -> tuple[Path, list[Entry]]:
-    entries = collect(results, tables_dir, on_error)
+) -> tuple[Path, list[Entry], list[FileEntry], list[str]]:
+    absent: list[str] = []
+    entries = collect(results, tables_dir, on_error, absent)
     file_entries = from_files(entries, tables_dir, str(results))
     if not entries and not file_entries:
         raise FedbenchError(
@@ -486,4 +497,4 @@ def write_report(
     missing = not_here(entries, tables_dir, file_entries)
     text = render_report(entries, cmd, date, missing, file_entries)
     write_guarded(path, text, report_run_count(entries, file_entries))
-    return path, entries, file_entries
+    return path, entries, file_entries, absent
