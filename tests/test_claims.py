@@ -291,7 +291,11 @@ def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
 
 def test_report_of_a_table_whose_runs_are_gone_reads_its_file(tmp_path):
     """The runs behind a table file are lost (or were made elsewhere): the report still lists the
-    table, with the file's own verdicts, scale and compute line, marked as read from the file."""
+    table, with the file's scale, compute line and old numbers, marked as read from a file of
+    an earlier machine, and counts no verdict from it (issue 34: verdicts made before the rule,
+    on runs no longer here)."""
+    import re
+
     res, tdir = tmp_path / "results", tmp_path / "tables"
     _stragglers_results(res)
     r = invoke("table", "stragglers", *_stragglers_args(res), "--format", "md", "--out", tdir)
@@ -301,16 +305,24 @@ def test_report_of_a_table_whose_runs_are_gone_reads_its_file(tmp_path):
     assert f"<!-- {scale}" in table_file  # the file carries its scale
     r = invoke("table", "report", "--results", res, "--out", tdir)
     from_runs = (tdir / "REPORT.md").read_text()
+    assert "| stragglers | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 | 3 |" in (
+        from_runs
+    )  # from the runs: counted
     (tmp_path / "gone").mkdir()
     r = invoke("table", "report", "--results", tmp_path / "gone", "--out", tdir)
     assert r.exit_code == 0, r.output
-    assert "from stragglers_synthetic-1-1.md: claims: 1 of 4 reproduced" in r.output
+    assert "from stragglers_synthetic-1-1.md: no verdict counted" in r.output
     text = (tdir / "REPORT.md").read_text()
-    row = "| stragglers (file) | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | 1 | 3 |"
-    assert row in text and "| 0 | cut |" in text
+    row = "| stragglers (file) | synthetic-1-1 | FedProx (MLSys 2020) Fig. 1 (and Fig. 7) | – | – |"
+    assert row in text and "| – | – | cut |" in text
     assert "(from its file)" in text and f"- {scale}" in text
-    claims = from_runs[from_runs.index("**claims:") :].split("\n\n## ")[0]
-    assert claims.strip() in text  # the same verdict lines as from the runs
+    assert "made on an earlier machine" in text and "**no verdict counted**" in text
+    # the file's numbers per claim, its verdict words taken off
+    claims = from_runs[from_runs.index("**claims:") :].split("\n\n## ")[0].splitlines()[2:]
+    old = [re.sub(r"^- (reproduced|not reproduced|inconclusive): ", "- ", c) for c in claims]
+    section = text[text.index("**no verdict counted**") :]
+    assert all(c in section for c in old) and not any(c in section for c in claims)
+    assert not re.search(r"^- (not )?reproduced: ", section, re.M)
     assert "- stragglers (synthetic-1-1)" not in text  # not listed as missing
     assert "- stragglers (mnist), FedProx" in text  # its other datasets still are
     # a file made before fedbench wrote scale or claims: reported as such

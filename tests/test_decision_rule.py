@@ -226,3 +226,42 @@ def test_the_rule_through_a_table_counts_its_three_outcomes():
     assert claims_summary(result) == "claims: 2 of 4 reproduced, 1 not reproduced, 1 inconclusive"
     d_line = next(c.verdict.ours for c in result.claims if c.claim.text == "A beats D")
     assert d_line.startswith("A 9, D > 183; D - A: ")  # a censored mean shows as a bound
+
+
+def test_a_positive_skewed_quantity_is_compared_on_log_ratios():
+    """Each metric declares its scale (metrics.Metric.scale) before any result: dissimilarity,
+    losses, distances and smoothness on log ratios, rounds and accuracy raw. mu=0 against mu=1
+    at a ratio near 2.3 on every seed, at scales 60, 10, 17.6: the raw differences 34, 5.6, 9.9
+    hold 0 (mean 16.5, s 15.3), the log ratios (x2.29 [x2.24, x2.34]) do not."""
+    from fedbench.tables import Cell, CellResult, Claim, TableResult, TableSpec, evaluate_claims
+    from fedbench.tables import lowest as beats
+    from fedbench.tables.metrics import METRICS
+
+    assert {k for k, m in METRICS.items() if m.scale == "log"} == {
+        "final_train_loss",
+        "final_dist",
+        "mean_dissimilarity",
+        "smoothness",
+    }
+    assert METRICS["rounds_to_target"].scale == METRICS["best_acc"].scale == "raw"
+
+    def cell(row, values, metric):
+        res = CellResult(Cell("d", row, "c", metric), n=3, expected=3, reached=3)
+        res.seed_values, res.mean = dict(enumerate(values)), sum(values) / len(values)
+        return res
+
+    claim = Claim("mu=1 lower", beats(("mu1", "c"), [("mu0", "c")]))
+    spec = TableSpec("t", "src", "title", ("d",), lambda ds: [], claims=(claim,))
+    mu0, mu1 = [60.0, 10.0, 17.6], [26.0, 4.4, 7.7]
+    got = {}
+    for metric in ("mean_dissimilarity", "rounds_to_target"):
+        result = TableResult(
+            spec, None, "minmax", [cell("mu0", mu0, metric), cell("mu1", mu1, metric)]
+        )
+        (c,) = evaluate_claims(result)
+        got[metric] = (c.verdict.outcome, c.verdict.ours)
+    assert got["mean_dissimilarity"][0] == REPRODUCED
+    assert "mu0 / mu1 (log scale): x2.29 [x2.2" in got["mean_dissimilarity"][1]
+    assert (
+        got["rounds_to_target"][0] == INCONCLUSIVE and "mu0 - mu1: +" in got["rounds_to_target"][1]
+    )

@@ -128,13 +128,17 @@ def _tables(place: Place) -> str:
 
 def _verdicts(place: Place) -> str:
     """One row per committed paper-table file (tables/*.md), read as `fedbench table report`
-    reads a table file: its claims line as it stands, and its scale line ('full', or 'cut' and
+    reads a table file: its claims line as it stands (none counted where REPORT.md reads the
+    file for want of its runs), and its scale line ('full', or 'cut' and
     what differs from the paper)."""
     from fedbench.tables.report import read_table_file
+    from fedbench.tables.report_files import reported_from_file
     from fedbench.tables.spec import TABLES
 
     rows = []
     folder = place.root / "tables"
+    report = folder / "REPORT.md"
+    report_text = report.read_text(errors="replace") if report.is_file() else ""
     for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
         entry = read_table_file(path, "results")
         if entry is None or not (TABLES[entry.name].is_table and TABLES[entry.name].seeds):
@@ -142,6 +146,8 @@ def _verdicts(place: Place) -> str:
         spec = TABLES[entry.name]
         calibrated = "".join(f" ({k})" for k in ("calibrated", "substitute") if k in entry.header)
         claims = entry.claims[0].removeprefix("claims: ") if entry.claims else "none in the file"
+        if reported_from_file(report_text, path.name):  # as REPORT: runs not shipped
+            claims = "none (old file)"
         rows.append(
             {
                 "table": f"[{entry.name}{calibrated}]({place.to_root}tables/{path.name})",

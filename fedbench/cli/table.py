@@ -208,9 +208,8 @@ def _table_report(results, out, on_error):
     for e in entries:
         ds = e.result.selection.dataset or "all datasets"
         click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")
-    for f in file_entries:  # no runs here: the file's own verdicts
-        claims = f.claims[0] if f.claims else "no claims in the file"
-        click.echo(f"{f.name} ({f.dataset or 'all datasets'}), from {f.file}: {claims}")
+    for f in file_entries:  # no runs here: the file's old numbers, no verdict counted
+        click.echo(f"{f.name} ({f.dataset or 'all datasets'}), from {f.file}: no verdict counted")
     echo_lines(dict.fromkeys(absent))  # a table whose data is not here: one line each
     click.echo(f"wrote {path}")
 

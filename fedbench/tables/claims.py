@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fedbench.tables import decision as rule
@@ -112,23 +112,42 @@ def _interval(d: rule.Decision, what: str) -> str:
     if d.tie:
         at = " at 0, where it cannot separate them" if d.outcome == rule.INCONCLUSIVE else ""
         return f"{what}: equal on every seed{at} ({d.n} seeds)"
+    if d.scale == "log":  # log ratios shown as the ratio (geometric mean) and its interval
+        m, lo, hi = (math.exp(x) for x in d.interval)
+        return f"{what} (log scale): x{m:.3g} [x{lo:.3g}, x{hi:.3g}] ({d.n} seeds)"
     m, lo, hi = d.interval
     return f"{what}: {m:+.3g} [{lo:+.3g}, {hi:+.3g}] ({d.n} seeds)"
 
 
+def _on_scale(v, refs: list[Ref]) -> tuple[list[rule.Seeds], str]:
+    """The cells' seeds on their declared scale (metrics.Metric.scale): log ratios where every
+    cell is of a positive, skewed quantity and every seed is above 0; else raw (a seed at 0,
+    e.g. a distance at the floor, has no log)."""
+    seeds = [v.seeds(*r) for r in refs]
+    scale = getattr(v, "scale", lambda row, col: "raw")  # a view without scales: raw
+    if all(scale(*r) == "log" for r in refs) and all(
+        x > 0 for s in seeds for x in s.values.values()
+    ):
+        return [rule.logs(s) for s in seeds], "log"
+    return seeds, "raw"
+
+
 def _pair(v, a: Ref, b: Ref, lower: bool, drift: float = 0.0) -> rule.Decision:
-    """'a beats b': a < b (lower) or a > b, paired over the seeds; by more than drift x a's
-    mean where the measurement drifts (decision.less's margin)."""
-    sa, sb = v.seeds(*a), v.seeds(*b)
+    """'a beats b': a < b (lower) or a > b, paired over the seeds on their scale; by more than
+    drift x a's mean where the measurement drifts (decision.less's margin)."""
+    (sa, sb), scale = _on_scale(v, [a, b])
     mean = v.mean(*a)
     margin = drift * abs(mean) if drift and math.isfinite(mean) else 0.0
-    return rule.less(sa, sb, margin) if lower else rule.less(sb, sa, margin)
+    margin = math.log1p(drift) if scale == "log" and drift else margin
+    d = rule.less(sa, sb, margin) if lower else rule.less(sb, sa, margin)
+    return replace(d, scale=scale)
 
 
-def _diff_name(v, a: Ref, b: Ref, lower: bool) -> str:
-    """The difference a pair's interval is of: the one the claim says is positive."""
+def _diff_name(v, a: Ref, b: Ref, lower: bool, scale: str = "raw") -> str:
+    """The difference a pair's interval is of: the one the claim says is positive (a ratio
+    on the log scale)."""
     big, small = (b, a) if lower else (a, b)
-    return f"{_label(v, big)} - {_label(v, small)}"
+    return f"{_label(v, big)} {'/' if scale == 'log' else '-'} {_label(v, small)}"
 
 
 def _deciding(decisions: list[rule.Decision], outcome: str) -> int:
@@ -137,7 +156,10 @@ def _deciding(decisions: list[rule.Decision], outcome: str) -> int:
     for i, d in enumerate(decisions):
         if d.outcome == outcome:
             return i
-    return min(range(len(decisions)), key=lambda i: abs(decisions[i].interval[1]))
+    return min(
+        range(len(decisions)),
+        key=lambda i: abs(decisions[i].interval[1]) if decisions[i].interval else 0.0,
+    )
 
 
 def lowest(
@@ -161,7 +183,7 @@ def lowest(
             if na:
                 return na
         i = _deciding(pairs, outcome)
-        why = _interval(pairs[i], _diff_name(v, best, have[i], lower))
+        why = _interval(pairs[i], _diff_name(v, best, have[i], lower, pairs[i].scale))
         shown = [best, *have] if outcome == rule.NOT_REPRODUCED else refs
         return decided(outcome, f"{ours_listing(v, shown)}; {why}", paper)
 
@@ -179,9 +201,12 @@ def ordered(refs: list[Ref], increasing: bool = True, stated: str = "") -> Calla
         if na:
             return na
         chain = refs if increasing else list(reversed(refs))
-        outcome, parts = rule.ordered([v.seeds(*r) for r in chain])
-        names = [f"{_label(v, chain[-1])} - {_label(v, chain[0])}"] + [
-            f"{_label(v, a)} - {_label(v, b)}" for a, b in zip(chain, chain[1:])
+        seeds, scale = _on_scale(v, chain)
+        outcome, parts = rule.ordered(seeds)
+        parts = [replace(d, scale=scale) for d in parts]
+        op = "/" if scale == "log" else "-"
+        names = [f"{_label(v, chain[-1])} {op} {_label(v, chain[0])}"] + [
+            f"{_label(v, a)} {op} {_label(v, b)}" for a, b in zip(chain, chain[1:])
         ]
         # the ends when they decide; else the step that is reversed
         i = (

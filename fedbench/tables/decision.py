@@ -44,7 +44,9 @@ RULE = (
     "rounds) is 'never' (+inf): where a pair has one, seeds are counted in each direction "
     "(both never: a tie) and the claim is decided only where at least two differ and all that "
     "differ agree, else inconclusive (with 3 seeds a weaker test than the interval: 1 in 8 by "
-    "chance)"
+    "chance); each quantity's scale is declared before any result: losses, distances, "
+    "dissimilarities and smoothness (positive, skewed) are compared as log ratios, rounds, "
+    "accuracy and seconds as raw differences"
 )
 
 
@@ -142,6 +144,7 @@ class Decision:
     # where a seed was never (+inf): seeds (for, against, tied) the claim, counted instead
     signs: tuple[int, int, int] | None = None
     tie: bool = False  # every seed exactly equal: nothing to decide
+    scale: str = "raw"  # log: the values were log-transformed (the interval is of log ratios)
 
     @property
     def holds(self) -> bool | None:
@@ -231,6 +234,12 @@ def within(values: Seeds, low: float, high: float) -> Decision:
     if (lo > high and not values.smaller) or (hi < low and not values.larger):
         return Decision(NOT_REPRODUCED, iv, len(vals))
     return Decision(INCONCLUSIVE, iv, len(vals))
+
+
+def logs(x: Seeds) -> Seeds:
+    """The seeds on the log scale (a positive quantity: differences become log ratios); never
+    (+inf) stays never."""
+    return Seeds({s: math.log(v) for s, v in x.values.items()}, x.larger, x.smaller)
 
 
 def ratios(num: Seeds, den: Seeds) -> Seeds:

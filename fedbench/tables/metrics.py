@@ -32,6 +32,10 @@ class Metric:
     # (its rounds run; for seconds, the seconds it ran)
     per_round: float = 1.0
     cap_key: str = "rounds_run"
+    # the scale claims compare two cells' seeds on, declared per quantity before any result:
+    # "log" (log ratios) for positive, skewed ones (losses, distances, dissimilarities, the
+    # smoothness ratio: a gap is relative), "raw" (differences) for rounds, accuracy, seconds
+    scale: str = "raw"
 
 
 def _summary_or(key: str, curve_fn):
@@ -169,14 +173,16 @@ METRICS: dict[str, Metric] = {
         cap_key="total_seconds",
     ),
     "mean_round_seconds": Metric("s / round", _summary_or("mean_round_seconds", None), 3, False),
-    "final_train_loss": Metric("final train loss", _final_loss, 4, False),
+    "final_train_loss": Metric("final train loss", _final_loss, 4, False, scale="log"),
     "r90": Metric("R90", _rounds_to(0.9), 2, False),
-    "smoothness": Metric("smoothness", _smoothness, 3, False),
+    "smoothness": Metric("smoothness", _smoothness, 3, False, scale="log"),
     "mean_dissimilarity": Metric(
-        "mean dissimilarity", _column_stat(DISSIMILARITY, "mean"), 4, False
+        "mean dissimilarity", _column_stat(DISSIMILARITY, "mean"), 4, False, scale="log"
     ),
     "last25_acc": Metric(
         "test acc % (last 25 evals)", _column_stat("test_acc", "mean", 100.0, 25), 2
     ),
-    "final_dist": Metric("final |x - x*|", _column_stat(QUAD_DISTANCE, "last"), 4, False),
+    "final_dist": Metric(
+        "final |x - x*|", _column_stat(QUAD_DISTANCE, "last"), 4, False, scale="log"
+    ),
 }

@@ -6,13 +6,11 @@ folder (`fedbench table NAME [options] --format md`); every table is also tried 
 own setting. A table enters the report when at least one of its cells has a finished run;
 a table file whose runs are not in the results folder, or fewer of them than it was made from
 (made elsewhere, or its runs since lost), enters from the file itself: its header (scale,
-compute) and its claims block, marked as such.
+compute) and its old numbers, marked as such, with no verdict counted (report_files).
 """
 
 from __future__ import annotations
 
-import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,12 +18,22 @@ from fedbench.errors import FedbenchError
 from fedbench.tables.decision import RULE
 from fedbench.tables.evaluate import absent_data, evaluate_table
 from fedbench.tables.render import header_lines, substitute_line, write_guarded
+from fedbench.tables.report_files import (  # noqa: F401 (_made_by, _file_header: for tests)
+    NOT_COUNTED,
+    FileEntry,
+    _file_header,
+    _file_run_count,
+    _made_by,
+    file_section,
+    from_files,
+    parse_table_command,
+    read_table_file,
+)
 from fedbench.tables.result import Selection, TableResult
 from fedbench.tables.spec import TABLES, TableSpec, cell_config
 from fedbench.tables.verdicts import OUTCOMES, claim_lines, outcome_counts
 
 SCALE_FIELDS = (("rounds", "rounds"), ("num_clients", "N"), ("clients_per_round", "K"))
-IGNORED = {"--format": 1, "--out": 1, "--results": 1, "--on-error": 1}  # flag -> values taken
 
 
 @dataclass
@@ -39,124 +47,6 @@ class Entry:
     @property
     def name(self) -> str:
         return self.result.spec.name
-
-
-@dataclass
-class FileEntry:
-    """A paper table known only from its file: what the file's head and claims block say."""
-
-    name: str
-    dataset: str | None
-    file: str
-    table_command: str
-    sweep_command: str
-    header: dict[str, str]  # 'made by', 'fedbench', 'device', 'compute', 'scale', 'calibrated'
-    claims: list[str]  # 'claims: k of n reproduced ...', then one line per claim
-
-    @property
-    def full(self) -> bool | None:
-        scale = self.header.get("scale")
-        return None if scale is None else scale.startswith("full")
-
-
-def read_table_file(path: Path, results: str) -> FileEntry | None:
-    """The FileEntry of a paper table's md file (None for any other file)."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
-    cmd = _made_by(path)
-    parsed = parse_table_command(cmd, results) if cmd else None
-    if not parsed:
-        return None
-    name, sel, ignored = parsed
-    header = _file_header(lines)
-    claims: list[str] = []
-    for i, line in enumerate(lines):
-        if line.startswith("**claims: ") and line.endswith("**"):
-            claims.append(line.strip("*"))
-            claims += [x[2:] for x in lines[i + 1 :] if x.startswith("- ")]
-            break
-    opts = Selection(seeds=sel.seeds, preset=sel.preset, sets=sel.sets).options()
-    sweep = " ".join(
-        filter(
-            None,
-            [
-                f"fedbench sweep --table {name}",
-                f"--dataset {sel.dataset}" if sel.dataset else "",
-                opts,
-                "--calibrated" if "--calibrated" in ignored else "",
-            ],
-        )
-    )
-    return FileEntry(name, sel.dataset, path.name, cmd, sweep, header, claims)
-
-
-FILE_HEADER_KEYS = (
-    "made by: ",
-    "fedbench ",
-    "device: ",
-    "compute: ",
-    "scale: ",
-    "calibrated: ",
-    "substitute: ",
-)
-
-
-def _file_header(lines: list[str]) -> dict[str, str]:
-    """A table file's leading '<!-- key: value -->' lines, by key ('made by', 'compute', ...)."""
-    header: dict[str, str] = {}
-    for line in lines:
-        if not (line.startswith("<!-- ") and line.endswith(" -->")):
-            break
-        text = line[5:-4].strip()
-        key = next((k for k in FILE_HEADER_KEYS if text.startswith(k)), None)
-        if key:
-            header[key.rstrip(": ")] = text.removeprefix(key).strip()
-    return header
-
-
-def parse_table_command(command: str, results: str) -> tuple[str, Selection, list[str]] | None:
-    """(table name, selection, options not understood) of a 'fedbench table NAME ...' line;
-    --calibrated stays in the options (the caller applies the fit)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if len(words) < 3 or words[:2] != ["fedbench", "table"] or words[2] not in TABLES:
-        return None
-    sel, ignored, sets = Selection(results=results), [], {}
-    it = iter(words[3:])
-    for w in it:
-        flag, _, inline = w.partition("=") if w.startswith("--") else (w, "", "")
-        value = inline or None
-        if flag in ("--dataset", "--seeds", "--preset", "--set", "--spread") or flag in IGNORED:
-            value = value if value is not None else next(it, "")
-        if flag == "--dataset":
-            sel.dataset = value
-        elif flag == "--seeds":
-            sel.seeds = tuple(int(s) for s in value.split(",") if s.strip())
-        elif flag == "--preset":
-            sel.preset = value
-        elif flag == "--set":
-            k, _, v = value.partition("=")
-            sets[k.strip()] = v
-        elif flag not in IGNORED and flag not in ("--spread", "--calibrated"):
-            ignored.append(w)
-    if "--calibrated" in words:
-        ignored.append("--calibrated")
-    sel.sets = sets
-    return words[2], sel, ignored
-
-
-def _made_by(path: Path) -> str | None:
-    try:
-        head = path.read_text(errors="replace").splitlines()[:1]
-    except OSError:
-        return None
-    if head and "made by: " in head[0]:
-        return head[0].split("made by: ", 1)[1].removesuffix("-->").strip()
-    return None
 
 
 def _candidates(
@@ -282,31 +172,6 @@ def _collect(results, tables_dir, on_error, index, absent: list) -> list[Entry]:
     return entries
 
 
-def _file_run_count(path: Path) -> int:
-    """How many runs a table file says it was made from (its 'compute: N runs' line; 0 if none)."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return 0
-    words = _file_header(lines).get("compute", "").split()
-    return int(words[0]) if words and words[0].isdigit() else 0
-
-
-def from_files(entries: list[Entry], tables_dir: Path | str, results: str) -> list[FileEntry]:
-    """The tables folder's paper-table files that no entry was made from (their runs are not in
-    the results folder): reported from the file."""
-    used = {e.file for e in entries if e.file}
-    folder = Path(tables_dir)
-    out = []
-    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-        if path.name in used:
-            continue
-        f = read_table_file(path, results)
-        if f and TABLES[f.name].is_table and TABLES[f.name].seeds:  # tables of runs
-            out.append(f)
-    return out
-
-
 def not_here(
     entries: list[Entry], tables_dir: Path | str, file_entries: list[FileEntry] = ()
 ) -> list[str]:
@@ -348,13 +213,12 @@ def render_report(
         "",
         "Every paper table with finished runs in the results folder. 'full' means the runs used "
         "the paper's rounds, devices (N, K) and seeds; 'cut' says what differs. A table marked "
-        "'(file)' has fewer of its runs here than it was made from (or none): its verdicts and "
-        "scale are what its file in this folder says "
+        "'(file)' has fewer of its runs here than it was made from (or none): it shows the "
+        f"{NOT_COUNTED} ('–'); its scale is what its file says "
         "('?': the file predates fedbench writing its scale).",
         "",
         f"Each claim is decided over seeds by one rule ({RULE}). The three outcome columns "
-        "count a table's claims; n/a: cells without a number; '–': a file made before the rule "
-        "(its verdicts are by the means alone).",
+        "count a table's claims, decided here from its runs; n/a: cells without a number.",
         "",
         "| table | dataset | paper | reproduced | not reproduced | inconclusive | n/a | scale |",
         "|---|---|---|---|---|---|---|---|",
@@ -370,8 +234,7 @@ def render_report(
         )
     for f in file_entries:
         spec = TABLES[f.name]
-        k = summary_counts(f.claims[0]) if f.claims else {}
-        counts = " | ".join(str(k.get(o, "–")) for o in (*OUTCOMES, "n/a"))
+        counts = " | ".join("–" for _ in (*OUTCOMES, "n/a"))  # no verdict from a file
         scale = {True: "full", False: "cut", None: "?"}[f.full]
         name = f.name + "".join(f" ({k})" for k in ("calibrated", "substitute") if k in f.header)
         name += " (file)"
@@ -380,7 +243,7 @@ def render_report(
     for e in entries:
         lines += _section(e)
     for f in file_entries:
-        lines += _file_section(f)
+        lines += file_section(f)
     if missing:
         lines += [
             "",
@@ -401,24 +264,6 @@ def report_run_count(entries: list[Entry], file_entries: list[FileEntry] = ()) -
         words = f.header.get("compute", "").split()
         from_files += int(words[0]) if words and words[0].isdigit() else 0
     return sum(e.result.run_count() for e in entries) + from_files
-
-
-def summary_counts(line: str) -> dict[str, int]:
-    """The outcome counts of a file's 'claims: ...' line: 'k of n reproduced, m not reproduced,
-    j inconclusive (x n/a: ...)', or the form before the decision rule, 'k of n reproduced
-    (x n/a: ...)' (then not reproduced = n - k, and no inconclusive count)."""
-    nums = [int(w) for w in re.findall(r"\d+", line)]
-    out: dict[str, int] = {}
-    if "inconclusive" in line and len(nums) >= 4:
-        out = dict(zip(OUTCOMES, (nums[0], nums[2], nums[3])))
-        rest = nums[4:]
-    elif len(nums) >= 2:
-        out = {"reproduced": nums[0], "not reproduced": nums[1] - nums[0]}
-        rest = nums[2:]
-    else:
-        return out
-    out["n/a"] = rest[0] if rest and "n/a" in line else 0
-    return out
 
 
 def _entry_name(e: Entry) -> str:
@@ -453,30 +298,6 @@ def _section(e: Entry) -> list[str]:
     claims = claim_lines(r, rule=False)
     if claims:
         out += ["", f"**{claims[0]}**", ""] + [f"- {c.strip()}" for c in claims[1:]]
-    return out
-
-
-def _file_section(f: FileEntry) -> list[str]:
-    spec, h = TABLES[f.name], f.header
-    marks = "".join(f" ({k})" for k in ("calibrated", "substitute") if k in h)
-    out = [
-        "",
-        f"## {f.name}{marks} ({f.dataset or ', '.join(spec.datasets)}): {spec.source}, "
-        f"{spec.title} (from its file)",
-        "",
-        f"- its runs are not (or not all) in this results folder: what follows is `{f.file}`'s "
-        f"own header and verdicts (fedbench {h.get('fedbench', '?')})",
-        *([f"- calibrated: {h['calibrated']}"] if "calibrated" in h else []),
-        *([f"- substitute: {h['substitute']}"] if "substitute" in h else []),
-        f"- scale: {h.get('scale', 'not in the file (made before fedbench wrote it)')}",
-        f"- runs made by: `{f.sweep_command}`",
-        f"- table made by: `{f.table_command}` (file `{f.file}`)",
-        *([f"- compute: {h['compute']}"] if "compute" in h else []),
-    ]
-    if f.claims:
-        out += ["", f"**{f.claims[0]}**", ""] + [f"- {c}" for c in f.claims[1:]]
-    else:
-        out += ["", "No verdicts in the file (made before fedbench checked claims): rerun it."]
     return out
 
 

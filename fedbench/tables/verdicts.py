@@ -44,6 +44,14 @@ class CellView:
             return Seeds(vals)
         return Seeds({0: float(m)})
 
+    def scale(self, row, col) -> str:
+        """The scale claims compare this cell on (its metric's, declared: raw or log)."""
+        from fedbench.tables.metrics import METRICS
+
+        c = self._get(row, col)
+        metric = METRICS.get(c.cell.metric) if c is not None and c.cell.metric else None
+        return metric.scale if metric else "raw"
+
     def text(self, row, col) -> str:
         """The mean as a claim line shows it: '> R' when no seed reached the target, '> m' when
         some did not (m: the mean with those at R)."""
