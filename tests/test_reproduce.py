@@ -24,6 +24,12 @@ def _runs(folder: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in folder.glob("*/run.json")}
 
 
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """Estimates at a quiet machine's rates: the test machine's load does not scale them."""
+    monkeypatch.setattr("fedbench.sweep.rates.load_factor", lambda: (1.0, ""))
+
+
 def test_a_quick_reproduction_runs_renders_and_keeps_apart(tmp_path, one_thread, private_cache):
     res = tmp_path / "r"
     r = invoke("reproduce", *SMALL, "--scale", "quick", "--results", res)
