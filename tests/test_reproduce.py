@@ -180,3 +180,23 @@ def test_budget_and_until_parse():
     now = datetime(2026, 1, 1, 14, 0)
     assert budget.parse_until("14:30", now) == 1800
     assert budget.parse_until("13:00", now) == 23 * 3600  # passed today: tomorrow
+
+
+def test_a_real_deadline_stops_the_run_going_on_at_a_round_end(tmp_path):
+    """The wall-clock path: the deadline's timer asks the stop, the run going on ends its
+    round, checkpoints and is recorded interrupted; the command exits 75 on time."""
+    import time
+
+    from resume_helpers import fedbench_env, run_to_end
+
+    res = tmp_path / "r"
+    args = ["reproduce", *SMALL, "--tables", "dissimilarity", "--results", res, "--budget", "20s"]
+    t0 = time.monotonic()
+    r = run_to_end(args, fedbench_env(FEDBENCH_STORE="none"))
+    took = time.monotonic() - t0
+    assert r.returncode == EXIT_BUDGET, r.stdout + r.stderr
+    assert "the budget ends: stopping the runs at the end of a round" in r.stderr
+    metas = _runs(res)
+    stopped = [name for name, m in metas.items() if m["status"] == "interrupted"]
+    assert stopped and all((res / name / "checkpoint.pt").is_file() for name in stopped)
+    assert took < 20 + 30, f"{took:.0f} s"  # start-up, the round's end and the files
