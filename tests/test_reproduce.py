@@ -200,3 +200,29 @@ def test_a_real_deadline_stops_the_run_going_on_at_a_round_end(tmp_path):
     stopped = [name for name, m in metas.items() if m["status"] == "interrupted"]
     assert stopped and all((res / name / "checkpoint.pt").is_file() for name in stopped)
     assert took < 20 + 30, f"{took:.0f} s"  # start-up, the round's end and the files
+
+
+def test_a_complete_table_is_written_and_published(tmp_path, monkeypatch, private_cache):
+    """Every run of dissimilarity (synthetic-iid) finished in the results folder: no run to do;
+    its Markdown, figure and REPORT.md are written to --out and its runs go to the store."""
+    from fedbench.sweep import table_configs
+    from fedbench.tables import get_table
+    from fedbench.tables.selection import make_selection
+
+    res, store, out = tmp_path / "r", tmp_path / "store", tmp_path / "tables"
+    sel = make_selection("synthetic-iid", None, None, (), res)
+    configs, _ = table_configs(get_table("dissimilarity"), sel)
+    for cfg in configs:
+        _finished(res, cfg, 40, "cpu (Some CPU, x86_64, AVX2)")
+    store.mkdir()
+    monkeypatch.setenv("FEDBENCH_STORE", str(store))
+    r = invoke("reproduce", "fedprox", "--tables", "dissimilarity", "--dataset", "synthetic-iid",
+               "--results", res, "--out", out)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "complete: dissimilarity (synthetic-iid)" in r.output
+    for name in ("dissimilarity_synthetic-iid.md", "dissimilarity_synthetic-iid.png", "REPORT.md"):
+        assert (out / name).is_file(), name
+    assert "dissimilarity_synthetic-iid: 6 run(s) added" in r.output
+    again = invoke("reproduce", "fedprox", "--tables", "dissimilarity", "--dataset",
+                   "synthetic-iid", "--results", tmp_path / "fresh", "--dry-run")  # fmt: skip
+    assert "in all: 0 runs to do" in again.output  # the store now holds them
