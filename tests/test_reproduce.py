@@ -226,3 +226,15 @@ def test_a_complete_table_is_written_and_published(tmp_path, monkeypatch, privat
     again = invoke("reproduce", "fedprox", "--tables", "dissimilarity", "--dataset",
                    "synthetic-iid", "--results", tmp_path / "fresh", "--dry-run")  # fmt: skip
     assert "in all: 0 runs to do" in again.output  # the store now holds them
+
+
+def test_the_cut_scale_is_the_committed_table_files(tmp_path):
+    """--scale cut: a table's selection is its committed file's command (tables/r90_mnist.md:
+    seed 0, K 10, 25 rounds); a table with no committed file runs at the paper's scale."""
+    from fedbench.tables import get_table
+
+    sel, note = plan_mod.unit_selection(get_table("r90"), "mnist", "cut", tmp_path)
+    assert note is None and sel.seeds == (0,)
+    assert sel.sets == {"K": "10", "rounds": "25"}
+    sel, note = plan_mod.unit_selection(get_table("r90"), "fmnist", "cut", tmp_path)
+    assert sel.seeds is None and note == "no committed table file: at the paper's scale"
