@@ -114,17 +114,20 @@ def load_runs(
     where: dict[str, Any] | Iterable[str] | None = None,
     plugins: Iterable[str] = (),
     on_error: str = "skip",
+    table: str | None = None,
 ):
     """(runs, rounds) DataFrames of a results folder's runs, as `fedbench table summary`
     reads them (one record per run, copies once). runs: one row per run (run_id, status,
     every config field, method parameters as `param.NAME`, summary, data fingerprint,
     device, versions, plugins); rounds: every rounds.parquet with its run_id first.
     dataset / method / where select runs as `--dataset` / `--method` / `--where` do (where:
-    {"s": 0.5} or ["s=0.5"]). shipped: also the runs of the shipped store (results/shipped,
-    fedbench.results.store; a run both there and in `results` is read once, from the store);
-    the runs' `source` column says which ("shipped" or "results"). on_error: "skip" leaves out
-    a damaged or hostile record (fedbench.safe_read) with a warning naming its file, "fail"
-    raises a FedbenchError naming it."""
+    {"s": 0.5} or ["s=0.5"]). table: only the runs that paper table uses (on `dataset`, as
+    `fedbench table NAME --dataset D` picks them: fedbench.tables.selection). shipped: also
+    the runs of the shipped store (results/shipped, fedbench.results.store; a run both there
+    and in `results` is read once, from the store); the runs' `source` column says which
+    ("shipped" or "results"). on_error: "skip" leaves out a damaged or hostile record
+    (fedbench.safe_read) with a warning naming its file, "fail" raises a FedbenchError naming
+    it."""
     import pandas as pd
 
     from fedbench import plugins as plugin_loader
@@ -137,11 +140,15 @@ def load_runs(
     plugin_loader.load_all(_names("plugins", plugins))
     texts = [f"{k}={v}" for k, v in where.items()] if isinstance(where, dict) else \
         _names("where", where or ())  # fmt: skip
-    flt = RunFilter.parse(dataset, method, None, texts)
+    # with a table, dataset names its variant (synthetic-iid), which the table's cells select
+    flt = RunFilter.parse(None if table else dataset, method, None, texts)
     index = RunIndex(Path(results), on_error=on_error, must_exist=not shipped, shipped=shipped)
+    used = _table_runs(table, dataset, results, index, on_error) if table else None
     rows, frames = [], []
     for key in index.by_key:
         for rec in index.runs(key):
+            if used is not None and rec.run_dir not in used:
+                continue
             if not flt.keeps(rec.meta) or not index.rounds_ok(rec, report=True):
                 continue
             rounds = index.rounds(rec)
@@ -157,6 +164,18 @@ def load_runs(
     runs = pd.DataFrame(rows)
     rounds_all = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, rounds_all
+
+
+def _table_runs(table: str, dataset, results, index, on_error: str) -> set:
+    """The run folders of the records a paper table uses (fedbench.tables.selection)."""
+    from fedbench.tables import get_table
+    from fedbench.tables.selection import make_selection, table_records
+
+    spec = get_table(table)
+    if dataset is not None:
+        spec.variants(dataset)  # one line for a dataset the table lacks
+    sel = make_selection(dataset, None, None, (), results)
+    return {rec.run_dir for rec in table_records(spec, sel, index, on_error)}
 
 
 def _run_row(rec) -> dict:

@@ -169,3 +169,25 @@ def test_train_refuses_bad_arguments_before_running(tmp_path, kwargs, says):
     with pytest.raises(FedbenchError, match=says):
         fedbench.train(results=tmp_path, **args)
     assert not list(tmp_path.iterdir())
+
+
+def test_load_runs_of_a_table_are_the_runs_fedbench_table_uses(tmp_path):
+    """Issue 32 item 5: the API selects a paper table's runs with the CLI's selection code
+    (fedbench.tables.selection), from folders the CLI's own run writer makes."""
+    from fedbench.identity import run_id
+    from fedbench.sweep import table_configs
+    from fedbench.tables import get_table
+    from fedbench.tables.selection import make_selection
+
+    sel = make_selection("synthetic-iid", None, None, (), tmp_path)
+    configs, _ = table_configs(get_table("dissimilarity"), sel)
+    for cfg in configs[:3]:
+        write_fake_run(tmp_path, cfg)
+    other = RunConfig(dataset="synthetic", seed=77)  # a run no table cell names
+    write_fake_run(tmp_path, other)
+    runs_df, _ = fedbench.load_runs(
+        tmp_path, shipped=False, table="dissimilarity", dataset="synthetic-iid"
+    )
+    assert sorted(runs_df["run_id"]) == sorted(run_id(c) for c in configs[:3])
+    with pytest.raises(FedbenchError, match="table dissimilarity has no dataset 'mnist'"):
+        fedbench.load_runs(tmp_path, shipped=False, table="dissimilarity", dataset="mnist")

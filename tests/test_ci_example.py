@@ -69,3 +69,15 @@ def test_the_workflows_check_command_writes_the_table(tmp_path):
     assert re.search(r"\| fedavg-synthetic +\| best_acc ", table) and table.endswith(
         "ok: within tolerance\n"
     )
+
+
+def test_the_workflow_reproduces_every_paper_at_the_quick_scale_apart():
+    """Issue 33: the paper-level regression run, its runs in their own folder."""
+    line = next(x for x in run_lines() if x.startswith("fedbench reproduce"))
+    assert "--all" in line and "--scale quick" in line
+    results = re.search(r"--results (\S+)", line).group(1)
+    text = WORKFLOW.read_text()
+    assert f"{results}/quick/tables/" in text[text.index("actions/upload-artifact") :]
+    r = CliRunner().invoke(cli, [*line.split()[1:], "--dry-run"], obj={})
+    assert r.exit_code == 0, r.output
+    assert "reproduce at the quick CI scale" in r.output

@@ -33,6 +33,12 @@ def invoke(args, cwd: Path):
     return r, before, sorted(cwd.rglob("*"))
 
 
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """Estimates at a quiet machine's rates: the test machine's load does not scale them."""
+    monkeypatch.setattr("fedbench.sweep.rates.load_factor", lambda: (1.0, ""))
+
+
 def test_the_cifar100_line_exits_2_before_writing_anything(no_cifar, monkeypatch):
     monkeypatch.setenv("FEDBENCH_NO_DOWNLOAD", "1")
     results = no_cifar / "results"
@@ -220,3 +226,21 @@ def test_device_labels_drop_only_the_thread_count():
         "cpu (AMD EPYC, x86_64, AVX512)"
     )
     assert estimate.device_label("NVIDIA H100 80GB HBM3") == "NVIDIA H100 80GB HBM3"
+
+
+def test_on_a_busy_cpu_the_rate_is_scaled_by_the_load(tmp_path, monkeypatch):
+    import os
+
+    from fedbench.assembly import build_config
+    from fedbench.sweep import rates
+
+    monkeypatch.undo()  # the real load_factor (quiet_machine replaced it)
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert rates.load_factor() == (4.0, "x4.0 for this machine's load (8.0 on 2 cores)")
+    monkeypatch.setattr(rates, "load_factor", lambda: (4.0, "x4.0 for the load"))
+    here = estimate.this_device(build_config("default"))
+    runs = [build_config("default", None, {"seed": s}) for s in range(2)]
+    _finished_run(tmp_path / "r", runs[0], 10, here)  # 0.2 s a round quiet
+    line = estimate.time_line(runs[1:], tmp_path / "r", jobs=1, shipped=False)
+    assert line.startswith(f"expected time: 40 s on {here}") and line.endswith("x4.0 for the load")

@@ -125,7 +125,8 @@ def _afterwards(rp, o: dict, outcome, papers) -> None:
     from fedbench.sweep.budget import EXIT_BUDGET
 
     for report in outcome.reports:
-        click.echo(f"{report.plan.todo and summary_line(report)}")
+        if report.outcomes:
+            click.echo(summary_line(report))
     refresh(rp)
     _write_tables(rp, o)
     stopped = None
@@ -164,7 +165,9 @@ def _write_tables(rp, o: dict) -> None:
             seeds = ",".join(map(str, sel.seeds)) if sel.seeds is not None else None
             sets = tuple(f"{k}={v}" for k, v in sel.sets.items())
             what = (u.spec.name, u.dataset, seeds, sel.preset, sets, False)
-            _publish_one(root, f"{u.spec.name}_{u.dataset}", what, str(rp.results), "skip")
+            one = len(u.spec.datasets) == 1  # the store's group is named as the table's file
+            group = u.spec.name if one else f"{u.spec.name}_{u.dataset}"
+            _publish_one(root, group, what, str(rp.results), "skip")
     _table_report(str(rp.results), out, "skip")
 
 

@@ -15,20 +15,20 @@ from fedbench.errors import FedbenchError
 def table_records(name, dataset, seeds, preset, sets, results, calibrated, on_error):
     """(index, the finished records a paper table uses, the local fit file or None)."""
     from fedbench.results import RunIndex
-    from fedbench.tables import evaluate_table, get_table
+    from fedbench.tables import get_table
+    from fedbench.tables.selection import table_records as used
 
     spec = get_table(name)
     sel, _ = table_selection(spec, dataset, seeds, preset, sets, results, calibrated)
     index = RunIndex(results, on_error=on_error, must_exist=False, shipped=True)
-    result = evaluate_table(spec, results, sel, on_error=on_error, index=index)
-    records = {id(rec): rec for c in result.cells for _, rec in c.records}
+    records = used(spec, sel, index, on_error)
     fit = None
     if calibrated:
         from fedbench.tables.calibration import calibration_path
 
         path = calibration_path(results, spec.calibrated_by or spec.name, sel.dataset)
         fit = path if path.is_file() else None
-    return index, list(records.values()), fit
+    return index, records, fit
 
 
 def _folder_records(results, on_error):

@@ -12,11 +12,13 @@ round's work (RATE_FIELDS); its rate is the median over its runs. A config's rat
 3. flops: the runs of the nearest setting of the same dataset and model (here, else on another
    device as in 2), times the ratio of their FLOPs a round (round_flops: resized inputs and the
    local steps counted).
-A config with none of these (a dataset and model never run anywhere) has no estimate."""
+A config with none of these (a dataset and model never run anywhere) has no estimate. On a CPU
+the rate is scaled by the machine's load now (load_factor): rates are taken as measured quiet."""
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -98,6 +100,7 @@ class Estimate:
     used: dict = field(default_factory=dict)  # (device, setting) -> its runs, each used
     devices: set = field(default_factory=set)  # other devices whose runs were used
     untimed: list = field(default_factory=list)  # (dataset, model) with no comparable run
+    load: str = ""  # the load factor applied, said (empty: none)
 
     @property
     def runs(self) -> int:
@@ -114,6 +117,7 @@ class Estimate:
             "flops": "like settings (same dataset and model) scaled by FLOPs a round",
         }
         parts = [f"{n} from {words[k]}" for k, n in self.how.most_common()]
+        parts += [self.load] if self.load else []
         return f"from the wall-time rates of {self.runs} finished runs in {where}: " + "; ".join(
             parts
         )
@@ -129,6 +133,7 @@ class Rates:
     def __init__(self) -> None:
         self.by_device: dict[str, dict[tuple, list[float]]] = defaultdict(lambda: defaultdict(list))
         self.configs: dict[tuple, dict] = {}
+        self._load: tuple[float, str] | None = None
 
     @classmethod
     def read(cls, results: Path | str, shipped: bool = True) -> Rates:
@@ -172,7 +177,20 @@ class Rates:
         return statistics.median(found) * (factor or 1.0), how, len(found), other
 
     def config_rate(self, cfg: RunConfig, device: str):
-        """(seconds a round, how, runs used, their device, their setting) of cfg, or None."""
+        """(seconds a round, how, runs used, their device, their setting) of cfg, or None; on
+        a CPU, at this machine's load (load_factor)."""
+        found = self._config_rate(cfg, device)
+        if found is None or not device.startswith("cpu"):
+            return found
+        return (found[0] * self.load()[0], *found[1:])
+
+    def load(self) -> tuple[float, str]:
+        """load_factor(), read once."""
+        if self._load is None:
+            self._load = load_factor()
+        return self._load
+
+    def _config_rate(self, cfg: RunConfig, device: str):
         key = rate_key(cfg.to_dict())
         found = self.per_round(key, device)
         if found is not None:
@@ -207,7 +225,24 @@ class Rates:
             out.used[(other, used)] = n
             if other != device:
                 out.devices.add(other)
+        if out.timed and device.startswith("cpu"):
+            out.load = self.load()[1]
         return out
+
+
+def load_factor() -> tuple[float, str]:
+    """(how much slower a run is now than on a quiet machine, why): a one-thread run gets
+    cores / load of the CPUs when the 1-minute load is above the cores (measured: at load 9.9
+    on 2 cores, FedProx's synthetic runs took 4.8x their quiet rate; this says 4.95x)."""
+    try:
+        load = os.getloadavg()[0]
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return 1.0, ""
+    factor = max(1.0, load / max(1, cores))
+    if factor < 1.05:
+        return 1.0, ""
+    return factor, f"x{factor:.1f} for this machine's load ({load:.1f} on {cores} cores)"
 
 
 _FLOPS: dict[str, float | None] = {}

@@ -86,3 +86,12 @@ def table_selection(spec, dataset, seeds, preset, sets, results, calibrated, add
     """make_selection, then the calibrated value where asked: (selection, header line)."""
     sel = make_selection(dataset, seeds, preset, sets, results, add_methods)
     return apply_calibration(spec, sel, calibrated)
+
+
+def table_records(spec, sel: Selection, index, on_error: str = "skip") -> list:
+    """The finished records a paper table uses under a selection, each once (from `index`, a
+    fedbench.results.RunIndex: local and, where it reads them, shipped runs)."""
+    from fedbench.tables.evaluate import evaluate_table
+
+    result = evaluate_table(spec, sel.results, sel, on_error=on_error, index=index)
+    return list({id(rec): rec for c in result.cells for _, rec in c.records}.values())
