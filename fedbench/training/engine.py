@@ -32,7 +32,7 @@ from fedbench.devices import generator, resolve_device, synchronize
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
-from fedbench.training import evaluation, fastpath, threads
+from fedbench.training import evaluation, fastpath, threads, window_const
 from fedbench.training import plan as planning
 from fedbench.training import stack as stacking
 from fedbench.training.plan import RoundPlan
@@ -68,6 +68,8 @@ class Engine:
             )
         )
         self.method.init(self.w)  # state that starts from w^0 (a checkpoint replaces it)
+        # the next round's plan, built while this one trains (plan.py)
+        self.plans = planning.PlanAhead(lambda r: self.plan_round(r))
 
     # ------------------------------------------------------------------ planning
     def plan_round(self, r: int) -> RoundPlan:
@@ -150,7 +152,8 @@ class Engine:
         aug = self._augment(ctx, plan)
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
         active = self._active(plan)
-        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent)
+        products = window_const.const_products(self, plan, const)  # X C1^T once a round
+        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent, products)
         passes = 2 if step.ascent else 1  # SAM: the ascent point's gradient too
         return self._local_result(
             plan, w, local, step_loss, plan.steps.to(self.device) * passes, buf
@@ -283,10 +286,12 @@ class Engine:
         wd: float,
         const=None,
         ascent: float = 0.0,
+        products=None,
     ) -> None:
         """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
         steps (one model.sgd_steps call each, which may batch the window's work into bigger
-        operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent)."""
+        operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent); products
+        (window_const.ConstProducts, or None) hold const's first-layer products."""
         more = {"ascent": ascent} if ascent else {}  # models without SAM need not know it
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
@@ -301,6 +306,8 @@ class Engine:
             bws = plan.batch_weight[:ka, s : s + t_n].transpose(0, 1).contiguous()
             ck = None if const is None else const[:ka]
             wdk = wd[:ka] if torch.is_tensor(wd) else wd
+            if products is not None:
+                more["const_x"] = products.window(s, t_n, ka)
             losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wdk, ck, **more)
             step_loss[:ka, s : s + t_n] = losses.T
 
@@ -332,7 +339,7 @@ class Engine:
     def run_round(self, r: int) -> dict:
         """Train round r (1-based) and return its record (without evaluation)."""
         t0 = time.perf_counter()
-        plan = self.plan_round(r)
+        plan = self.plans.get(r, ahead=r < self.cfg.rounds)
         ctx = self.context(r, plan, self.lr_at(r))
         if self.stack is not None and (plan.k == 0 or self.method.sequential):
             self.stack.idle()  # its stack-mates train without it this round
