@@ -136,10 +136,10 @@ class Engine:
         if fastpath.eligible(self, step, w):
             return "compiled"
         paths, cfg = step_paths(step), self.cfg
-        linear = "window" in paths and not cfg.momentum and cfg.grad_clip is None
-        if linear and buf is None and self.model.step_window > 1:
+        free = not cfg.momentum and cfg.grad_clip is None
+        if free and "window" in paths and buf is None and self.model.step_window > 1:
             return "window"
-        return "fused" if linear and "fused" in paths else "stepwise"
+        return "fused" if free and "fused" in paths else "stepwise"
 
     def _round_compiled(self, ctx, plan, w, local, buf, step) -> LocalResult:
         """fastpath.py: one compiled loop over the round's devices and steps."""
@@ -161,7 +161,8 @@ class Engine:
 
     @torch.no_grad()
     def _round_fused(self, ctx, plan, w, local, buf, step) -> LocalResult:
-        """Plain SGD plus a fixed drift: the model fuses gradient and update (sgd_step)."""
+        """Plain SGD plus a fixed drift and the method's grad_term (LinearStep.term) at each
+        step's w: the model fuses gradient and update (sgd_step)."""
         step_loss, aug, drift = self._step_losses(plan), self._augment(ctx, plan), step.const
         lr, wd = ctx.lr, self.cfg.weight_decay
         padded = self._padded(plan, buf)
@@ -169,9 +170,14 @@ class Engine:
             wk = w[:ka]
             xb, yb, bw = self._batch(plan, s, ka, aug)
             bkw = self._buffer_args(buf, padded, s, ka)
+            term = None
+            if step.term:  # at the step's starting w
+                term = self.method.grad_term(ctx, wk, {n: t[:ka] for n, t in local.items()})
             step_loss[:ka, s] = self.model.sgd_step(wk, xb, yb, bw, lr, wd, **bkw)
             if drift is not None:
                 wk.sub_(local[drift][:ka], alpha=lr)
+            if term is not None:
+                wk.sub_(term, alpha=lr)
         return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
 
     def _round_stepwise(self, ctx, plan, w, local, buf, step) -> LocalResult:
