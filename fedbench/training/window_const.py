@@ -32,13 +32,15 @@ class ConstProducts:
             local[i] = at[plan.batch_idx[i].cpu()]
         dev = const.device
         self.products = model.const_products(const, data.train_x[idx.to(dev)])
-        self.local = local.to(dev)
+        # where each batch sample's row sits in products flattened to [k * n_max, h]
+        self.flat = (local + n_max * torch.arange(k).view(k, 1, 1)).to(dev)
 
     def window(self, s: int, steps: int, ka: int) -> torch.Tensor:
         """Rows :ka of the window of `steps` steps from step s: [ka, steps * B, h], samples in
         the window's order (step after step)."""
-        pos = self.local[:ka, s : s + steps].reshape(ka, -1, 1)
-        return torch.gather(self.products[:ka], 1, pos.expand(-1, -1, self.products.shape[2]))
+        h = self.products.shape[2]
+        rows = self.products.view(-1, h).index_select(0, self.flat[:ka, s : s + steps].flatten())
+        return rows.view(ka, -1, h)
 
 
 def const_products(engine, plan, const) -> ConstProducts | None:
