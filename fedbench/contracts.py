@@ -170,6 +170,9 @@ def linear_step_probe(eng) -> tuple:
     want = step.scale * (g + 0.5 * at + wd * w) + step.mu * (w - ctx.global_w)
     if step.decay:
         want = want + local[step.decay] * w
+    term = eng.method.grad_term(ctx, w, local) if step.term else None
+    if term is not None:
+        want = want + term
     return step, local, d, want + local[step.const] if step.const else want
 
 

@@ -65,3 +65,28 @@ def test_feddyn_window_equals_its_stepwise_rounds_float64(window, wd):
     _same_rounds(windowed, ref, rounds=4)
     torch.testing.assert_close(windowed.method.L, ref.method.L, rtol=0, atol=1e-12)
     assert windowed.method.L.abs().max() > 0
+
+
+@pytest.mark.parametrize("method,params", [("scaffold", {}), ("fedprox", {"mu": 0.3})])
+def test_const_products_once_a_round_equal_the_windows_own_float64(method, params, monkeypatch):
+    """window_const: X C1^T computed once a round over each row's device and gathered by the
+    windows equals the window computing it itself (to 1e-12, float64, 3 epochs, partial work)."""
+    from fedbench.training import window_const
+
+    cfg = tiny_config(method=method, method_params=params, **PARTIAL_WORK, local_epochs=3, hidden=7)
+    data = tiny_data(sizes=(7, 12, 5, 9))
+    cached, own = Engine(cfg, data=data), Engine(cfg, data=data)
+    cached.model.step_window = own.model.step_window = 4
+    built = []
+    real = window_const.const_products
+
+    def spy(engine, plan, const):
+        out = None if engine is own else real(engine, plan, const)
+        built.append(out)
+        return out
+
+    monkeypatch.setattr(window_const, "const_products", spy)
+    for r in range(1, 4):
+        cached.run_round(r), own.run_round(r)
+        torch.testing.assert_close(cached.w, own.w, rtol=0, atol=1e-12)
+    assert any(isinstance(b, window_const.ConstProducts) for b in built)

@@ -116,7 +116,9 @@ def test_engine_windows_equal_per_step_path(method, params, window, monkeypatch)
     windowed.model.step_window, ref.model.step_window = window, 1
     calls = []
     real = windowed.model.sgd_steps
-    monkeypatch.setattr(windowed.model, "sgd_steps", lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(
+        windowed.model, "sgd_steps", lambda *a, **kw: calls.append(a[-1]) or real(*a, **kw)
+    )
     partial = 0
     for r in range(1, 4):
         partial += int((windowed.plan_round(r).tau > 1).sum())

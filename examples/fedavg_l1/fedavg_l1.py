@@ -5,11 +5,13 @@ subgradient d = g + lam sign(w - w^t) (sign(0) = 0: the first step is FedAvg's).
 averages the local models like FedAvg (sum_i p_i w_i). Unlike FedProx's squared term, the L1 term
 pulls every coordinate back by the same lr * lam per step however far it moved.
 
-Engine path: sign() is not affine in w, so for lam > 0 the method declares no LinearStep and the
-engine calls local_step at every local step (the per-step torch path: no fused SGD, no MLP window
-of steps, no compiled small-model loop); at lam = 0 it is FedAvg and declares LinearStep(), so
-it takes FedAvg's paths. Stragglers keep their partial work (unlike the FedProx paper's FedAvg,
-which drops them under straggler_policy=drop-fedavg): at lam = 0 its rows equal FedProx mu=0's.
+Engine path: the method only adds a term to the local gradient, so it writes grad_term instead
+of local_step; the default linear_step then declares LinearStep(term=True) and the engine trains
+its rounds on the fused batched path (the model's fused SGD step, then w -= lr term, at each
+step's w) rather than calling local_step every step; at lam = 0 it declares LinearStep(), so
+it takes FedAvg's paths and numbers. Stragglers keep their partial work (unlike the FedProx
+paper's FedAvg, which drops them under straggler_policy=drop-fedavg): at lam = 0 its rows equal
+FedProx mu=0's.
 
 Load it with `--plugin examples/fedavg_l1/fedavg_l1.py` on any fedbench command.
 """
@@ -38,11 +40,11 @@ class FedAvgL1(Method):
     reduces_to_fedavg = {"lam": 0.0}
     local_step_params = ("lam",)
 
-    def linear_step(self) -> LinearStep | None:
-        return LinearStep() if self.p.lam == 0 else None  # sign() is not linear
+    def linear_step(self) -> LinearStep:
+        # lam = 0: FedAvg's step and paths (the compiled loop, the MLP window), bit for bit
+        return LinearStep(term=bool(self.p.lam))
 
-    def local_step(self, ctx, w, grad_fn, local):
-        _, g = grad_fn(w)
-        if self.p.lam:
-            g.add_((w - ctx.global_w).sign(), alpha=self.p.lam)
-        return g
+    def grad_term(self, ctx, w, local):
+        if not self.p.lam:
+            return None
+        return (w - ctx.global_w).sign_().mul_(self.p.lam)

@@ -89,7 +89,8 @@ def test_lam_zero_is_fedavg_and_declares_the_linear_step():
     from fedbench.methods.base import LinearStep
 
     assert build_method("fedavg_l1", {"lam": 0.0}).linear_step() == LinearStep()
-    assert build_method("fedavg_l1", {"lam": 0.1}).linear_step() is None  # per-step path
+    # the term of each step at its w: the fused batched path, not the per-step one
+    assert build_method("fedavg_l1", {"lam": 0.1}).linear_step() == LinearStep(term=True)
     coeffs = [(1.0, -2.0), (0.5, 1.0)]
     a, b = quadratic_engine(coeffs, lam=0.0), quadratic_engine(coeffs, method="fedavg")
     for r in (1, 2):

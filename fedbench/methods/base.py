@@ -156,6 +156,8 @@ class LinearStep:
 
     decay, the name of a [K, 1] tensor of client_start's state fixed during the round, adds a
     per-row decay[i] w to d (FedDyn's alpha_i w, alpha_i differing by device).
+    term = True adds the method's grad_term(ctx, w, local) [k, D] at each step's w (a term of
+    any form, e.g. a regulariser's subgradient): plain SGD plus a term opens the fused path.
     ascent = r > 0 (SAM) takes g at the ascent point instead: g = grad f_B(w + e) + wd w,
     e = r h / (|h| + 1e-7), h = grad f_B(w) (the loss gradient, each row's whole vector): two
     gradient passes a step, FedSAM's step (only the window path runs it besides stepwise)."""
@@ -164,12 +166,18 @@ class LinearStep:
     mu: float = 0.0
     const: str | None = None
     decay: str | None = None
+    term: bool = False
     ascent: float = 0.0
+
+    @property
+    def plain_but_term(self) -> bool:
+        """Plain SGD (plus a fixed drift) but for the grad_term."""
+        return self.scale == 1 and not (self.mu or self.decay or self.ascent)
 
     @property
     def plain(self) -> bool:
         """Plain SGD on g, plus a fixed drift at most."""
-        return self.scale == 1 and not self.mu and not self.decay and not self.ascent
+        return self.scale == 1 and not (self.mu or self.decay or self.ascent or self.term)
 
     def as_sgd(self, lr: float) -> tuple[float, float, float]:
         """(lr', mu', c') with w - lr d = w - lr' (g + mu' (w - w^t) + c' local[const]): the step
@@ -251,6 +259,8 @@ def step_paths(step: LinearStep | None) -> tuple[str, ...]:
     (local_step at every step) runs anything, and is what an undeclared step gets."""
     if step is None or step.scale <= 0:
         return ("stepwise",)
+    if step.term:  # a term at each step's w: the fused step, then w -= lr term
+        return ("fused", "stepwise") if step.scale == 1 and step.plain_but_term else ("stepwise",)
     if step.ascent or step.decay:  # SAM's two passes, a per-row decay: only the MLP's window
         return ("window", "stepwise")
     if step.plain:
@@ -353,7 +363,9 @@ class Method:
         steps, the compiled loop of small models. local_step must compute the same d (a test
         checks each registered method: tests/methods/test_linear_step.py). step_paths says
         which engine paths a declaration opens; None leaves only the stepwise one."""
-        return LinearStep() if type(self).local_step is Method.local_step else None
+        if type(self).local_step is not Method.local_step:
+            return None
+        return LinearStep(term=type(self).grad_term is not Method.grad_term)
 
     def client_start(self, ctx: RoundContext) -> dict[str, torch.Tensor]:
         return {}
@@ -362,7 +374,18 @@ class Method:
         self, ctx: RoundContext, w: torch.Tensor, grad_fn: GradFn, local: dict[str, torch.Tensor]
     ) -> torch.Tensor:
         _, g = grad_fn(w)
-        return g
+        term = self.grad_term(ctx, w, local)
+        return g if term is None else g.add_(term)
+
+    def grad_term(
+        self, ctx: RoundContext, w: torch.Tensor, local: dict[str, torch.Tensor]
+    ) -> torch.Tensor | None:
+        """A term [k, D] the local step adds to the mini-batch gradient at w (rows as in
+        local_step), or None: d = g + grad_term(w). A method whose step is only that overrides
+        this instead of local_step; the default linear_step then declares LinearStep(term=True)
+        and its rounds take the fused batched path (the model's fused SGD step, then
+        w -= lr term) instead of the stepwise one."""
+        return None
 
     def client_final(self, ctx: RoundContext, res: LocalResult) -> LocalResult:
         """After local training, before aggregation (FedJAX's client_final): what the devices

@@ -136,17 +136,18 @@ class BatchedMLP(BatchedModel):
             return [None] * len(self.slots)
         return self.unflatten(const if ka is None else const[:ka])
 
-    def sgd_steps(
-        self, w, xs, ys, bws, active, lr: float, weight_decay=0.0, const=None, ascent=0.0
-    ):
+    def sgd_steps(self, w, xs, ys, bws, active, lr: float, weight_decay=0.0, const=None, **more):
         """T = len(active) SGD steps w <- w - lr (g + wd w + const) in place; losses [T, k] (0 for
         inactive rows). Same as `losses[t, :ka] = sgd_step(w[:ka], xs[t, :ka], ..., const[:ka])`
         with ka = active[t] for each t (float64: to 1e-12; float32: rounding only, bounded over a
         round in the tests). const [k, D] (or None) is a per-row constant: FedProx's mu (w - wg)
         is wd + mu and const -mu wg, SCAFFOLD's drift is const (the engine's train_local).
-        ascent = r > 0 takes g at SAM's ascent point (methods.base.LinearStep; _ascent_pass).
+        more: ascent = r > 0 takes g at SAM's ascent point (methods.base.LinearStep;
+        _ascent_pass); const_x, const's first-layer products X C1^T of the window's samples
+        [k, T*B, h], when the caller has them (training.window_const), else computed here.
         How and why it is exact, and what it gains: the module docstring."""
         T, k = len(active), active[0]
+        ascent, const_x = more.get("ascent", 0.0), more.get("const_x")
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
         rows = torch.is_tensor(weight_decay)  # per-row decay [k] (FedDyn): the window only
@@ -163,7 +164,7 @@ class BatchedMLP(BatchedModel):
         c1, sigma = None, self._const_sums(1.0 - lr * weight_decay, T)
         if const is not None:
             c1 = self._const_blocks(const)[0]
-            q_all = torch.bmm(x_all, c1.transpose(1, 2))  # X C1^T  [k, T*B, h]
+            q_all = const_x if const_x is not None else self.const_products(const, x_all)
         for s, ka in enumerate(active):
             cur = slice(s * b, (s + 1) * b)
             z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
@@ -175,15 +176,7 @@ class BatchedMLP(BatchedModel):
             cs = self._const_blocks(const, ka)
             wd = weight_decay[:ka] if rows else weight_decay
 
-            def update(i, dz, act, ka=ka, cur=cur, cs=cs, wd=wd):
-                if i == 0:  # the first layer's weight waits for the window's end
-                    d_all[:ka, cur] = dz
-                    self._update_layer(None, params[1][:ka], dz, act, lr, wd, None, cs[1])
-                else:
-                    wk = [p[:ka] for p in params[2 * i : 2 * i + 2]]
-                    ck = cs[2 * i : 2 * i + 2]
-                    self._update_layer(wk[0], wk[1], dz, act, lr, wd, ck[0], ck[1])
-
+            update = self._window_visit(params, d_all, ka, cur, lr, wd, cs)
             step_args = (w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0)
             if ascent:
                 losses[s, :ka] = self._ascent_pass(*step_args, gram[:ka, cur, cur], ascent)
@@ -204,6 +197,26 @@ class BatchedMLP(BatchedModel):
         else:
             coef = torch.tensor([sigma[fr] for fr in f], dtype=w1.dtype, device=w1.device)
         w1.addcmul_(c1, coef.view(k, 1, 1), value=-lr)
+
+    def _window_visit(self, params, d_all, ka, cur, lr, wd, cs):
+        """The update a window step's backward visits each layer with: the first layer's output
+        gradient D_t kept in d_all (its weight waits for the window's end), the rest applied."""
+
+        def update(i, dz, act):
+            if i == 0:
+                d_all[:ka, cur] = dz
+                self._update_layer(None, params[1][:ka], dz, act, lr, wd, None, cs[1])
+            else:
+                wk = [p[:ka] for p in params[2 * i : 2 * i + 2]]
+                ck = cs[2 * i : 2 * i + 2]
+                self._update_layer(wk[0], wk[1], dz, act, lr, wd, ck[0], ck[1])
+
+        return update
+
+    def const_products(self, const, x) -> torch.Tensor:
+        """X C1^T [k, m, h] of inputs x [k, m, ...] and const's first-layer block C1."""
+        c1 = self._const_blocks(const)[0]
+        return torch.bmm(x.flatten(2), c1.transpose(1, 2))
 
     def _ascent_pass(self, w, x, y, weight, visit, z0, gram_ss, radius: float):
         """One SAM step of the window: the loss gradient h at w (nothing updated), e = radius h /

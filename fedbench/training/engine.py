@@ -32,7 +32,7 @@ from fedbench.devices import apply_tf32, generator, resolve_device, synchronize
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
-from fedbench.training import evaluation, fastpath, threads
+from fedbench.training import evaluation, fastpath, threads, window_const
 from fedbench.training import plan as planning
 from fedbench.training import stack as stacking
 from fedbench.training.plan import RoundPlan
@@ -69,6 +69,8 @@ class Engine:
             )
         )
         self.method.init(self.w)  # state that starts from w^0 (a checkpoint replaces it)
+        # the next round's plan, built while this one trains (plan.py)
+        self.plans = planning.PlanAhead(lambda r: self.plan_round(r))
 
     # ------------------------------------------------------------------ planning
     def plan_round(self, r: int) -> RoundPlan:
@@ -135,10 +137,10 @@ class Engine:
         if fastpath.eligible(self, step, w):
             return "compiled"
         paths, cfg = step_paths(step), self.cfg
-        linear = "window" in paths and not cfg.momentum and cfg.grad_clip is None
-        if linear and buf is None and self.model.step_window > 1:
+        free = not cfg.momentum and cfg.grad_clip is None
+        if free and "window" in paths and buf is None and self.model.step_window > 1:
             return "window"
-        return "fused" if linear and "fused" in paths else "stepwise"
+        return "fused" if free and "fused" in paths else "stepwise"
 
     def _round_compiled(self, ctx, plan, w, local, buf, step) -> LocalResult:
         """fastpath.py: one compiled loop over the round's devices and steps."""
@@ -151,7 +153,8 @@ class Engine:
         aug = self._augment(ctx, plan)
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
         active = self._active(plan)
-        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent)
+        products = window_const.const_products(self, plan, const)  # X C1^T once a round
+        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent, products)
         passes = 2 if step.ascent else 1  # SAM: the ascent point's gradient too
         return self._local_result(
             plan, w, local, step_loss, plan.steps.to(self.device) * passes, buf
@@ -159,7 +162,8 @@ class Engine:
 
     @torch.no_grad()
     def _round_fused(self, ctx, plan, w, local, buf, step) -> LocalResult:
-        """Plain SGD plus a fixed drift: the model fuses gradient and update (sgd_step)."""
+        """Plain SGD plus a fixed drift and the method's grad_term (LinearStep.term) at each
+        step's w: the model fuses gradient and update (sgd_step)."""
         step_loss, aug, drift = self._step_losses(plan), self._augment(ctx, plan), step.const
         lr, wd = ctx.lr, self.cfg.weight_decay
         padded = self._padded(plan, buf)
@@ -167,9 +171,14 @@ class Engine:
             wk = w[:ka]
             xb, yb, bw = self._batch(plan, s, ka, aug)
             bkw = self._buffer_args(buf, padded, s, ka)
+            term = None
+            if step.term:  # at the step's starting w
+                term = self.method.grad_term(ctx, wk, {n: t[:ka] for n, t in local.items()})
             step_loss[:ka, s] = self.model.sgd_step(wk, xb, yb, bw, lr, wd, **bkw)
             if drift is not None:
                 wk.sub_(local[drift][:ka], alpha=lr)
+            if term is not None:
+                wk.sub_(term, alpha=lr)
         return self._local_result(plan, w, local, step_loss, plan.steps.to(self.device), buf)
 
     def _round_stepwise(self, ctx, plan, w, local, buf, step) -> LocalResult:
@@ -284,10 +293,12 @@ class Engine:
         wd: float,
         const=None,
         ascent: float = 0.0,
+        products=None,
     ) -> None:
         """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
         steps (one model.sgd_steps call each, which may batch the window's work into bigger
-        operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent)."""
+        operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent); products
+        (window_const.ConstProducts, or None) hold const's first-layer products."""
         more = {"ascent": ascent} if ascent else {}  # models without SAM need not know it
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
@@ -302,6 +313,8 @@ class Engine:
             bws = plan.batch_weight[:ka, s : s + t_n].transpose(0, 1).contiguous()
             ck = None if const is None else const[:ka]
             wdk = wd[:ka] if torch.is_tensor(wd) else wd
+            if products is not None:
+                more["const_x"] = products.window(s, t_n, ka)
             losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wdk, ck, **more)
             step_loss[:ka, s : s + t_n] = losses.T
 
@@ -333,7 +346,7 @@ class Engine:
     def run_round(self, r: int) -> dict:
         """Train round r (1-based) and return its record (without evaluation)."""
         t0 = time.perf_counter()
-        plan = self.plan_round(r)
+        plan = self.plans.get(r, ahead=r < self.cfg.rounds)
         ctx = self.context(r, plan, self.lr_at(r))
         if self.stack is not None and (plan.k == 0 or self.method.sequential):
             self.stack.idle()  # its stack-mates train without it this round

@@ -11,6 +11,8 @@ are a prefix: partial work is a shorter prefix, never a special case.
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -138,3 +140,45 @@ def client_batches(plan: RoundPlan, row: int) -> list[list[int]]:
         idx, wt = plan.batch_idx[row, s], plan.batch_weight[row, s]
         out.append(idx[wt > 0].tolist())
     return out
+
+
+class PlanAhead:
+    """Round r+1's plan built in a background thread while round r trains (a plan is a pure
+    function of the config, the data and r: the same plan as built on demand, so the records
+    do not change). It takes the planning (per-device permutations, ~25 % of the default run's
+    round) off the critical path; a plan asked for out of turn is built on demand."""
+
+    def __init__(self, build: Callable[[int], RoundPlan]):
+        self.build = build
+        self._round: int | None = None
+        self._thread: threading.Thread | None = None
+        self._out: RoundPlan | BaseException | None = None
+
+    def get(self, r: int, ahead: bool) -> RoundPlan:
+        """Round r's plan; ahead: start building round r+1's."""
+        plan = self._take(r)
+        if ahead:
+            self._start(r + 1)
+        return plan
+
+    def _take(self, r: int) -> RoundPlan:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+            if self._round == r:
+                if isinstance(self._out, BaseException):
+                    raise self._out
+                return self._out
+        return self.build(r)
+
+    def _start(self, r: int) -> None:
+        self._round, self._out = r, None
+
+        def work():
+            try:
+                self._out = self.build(r)
+            except BaseException as e:  # raised in the thread that asks for the plan
+                self._out = e
+
+        self._thread = threading.Thread(target=work, name=f"fedbench-plan-{r}", daemon=True)
+        self._thread.start()

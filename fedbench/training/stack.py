@@ -66,7 +66,7 @@ def merge_key(engine) -> tuple | None:
     # the local step reads only the row's own state: scale g + local[const] (no mu (w - wg):
     # the merged call has one wg)
     step = method.linear_step()
-    if step is None or step.mu or step.ascent or step.decay:
+    if step is None or step.mu or step.decay or step.ascent or step.term:
         return None
     return (
         type(model),

@@ -71,3 +71,43 @@ def test_an_undeclared_local_step_trains_stepwise_to_the_same_numbers(model, mon
         eng.run_round(r)
     assert taken == ["stepwise", "stepwise"]
     assert torch.allclose(eng.w, ref.w, atol=1e-12, rtol=0), (eng.w - ref.w).abs().max()
+
+
+class L1Term(FedAvg):
+    """A plugin-style method that only adds a term to the local gradient (grad_term, no
+    local_step): the default linear_step declares LinearStep(term=True)."""
+
+    name = "l1_term_test"
+
+    def grad_term(self, ctx, w, local):
+        return (w - ctx.global_w).sign_().mul_(0.05)
+
+
+@pytest.mark.parametrize("model", ["mlp", "logreg"])
+def test_a_gradient_term_takes_the_fused_path_to_the_stepwise_numbers(model, monkeypatch):
+    """float64, 3 rounds with partial work: the fused path (sgd_step, then w -= lr term at the
+    step's starting w) equals local_step at every step (g + term) to 1e-12; the term moved the
+    models away from FedAvg's."""
+    from fedbench.testing import PARTIAL_WORK
+
+    cfg = tiny_config(model=model, weight_decay=0.01, **PARTIAL_WORK)
+    fused, ref, plain = (Engine(cfg, data=tiny_data()) for _ in range(3))
+    for eng in (fused, ref):
+        eng.method = L1Term(eng.method.p)
+        eng.method.setup(plain_setup(eng))
+    assert fused.method.linear_step() == LinearStep(term=True)
+    assert step_paths(LinearStep(term=True)) == ("fused", "stepwise")
+    assert fused.round_path(LinearStep(term=True), fused.w.expand(2, -1), None) == "fused"
+    ref.method.linear_step = lambda: None
+    for r in (1, 2, 3):
+        fused.run_round(r), ref.run_round(r), plain.run_round(r)
+        torch.testing.assert_close(fused.w, ref.w, rtol=0, atol=1e-12)
+    assert (fused.w - plain.w).abs().max() > 1e-6
+
+
+def plain_setup(eng):
+    from fedbench.methods.base import Setup
+
+    return Setup(
+        eng.data.num_clients, eng.model.dim, eng.device, eng.dtype, eng.cfg, eng.sizes.double()
+    )

@@ -1,0 +1,54 @@
+"""A constant's first-layer products for the MLP window (BatchedMLP.sgd_steps' const_x), once
+a round instead of once an epoch.
+
+A per-row constant C of the local step (SCAFFOLD's drift, FedProx's -mu w^t, MimeLite's and
+FedCM's pull, FedDyn's linear term) enters every windowed step's first-layer pre-activation as
+X C1^T (C1: C's first-layer block). Computed window by window that is one more first-layer GEMM
+per window, the cost of the forward itself (~1.4x FedAvg's round on FedLGA-FMNIST). C is fixed
+during the round, so each row's X C1^T over its device's samples is computed here once and the
+windows gather their rows of it: E local epochs pay for one. Same products (each is row x
+column of the same numbers), summed by a GEMM of another shape: equal to rounding.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class ConstProducts:
+    """X C1^T of every sample of each row's device, [k, n_max, h], and where each of the
+    plan's batch samples sits in it."""
+
+    def __init__(self, model, data, plan, const: torch.Tensor):
+        k = const.shape[0]
+        members = [data.client_indices[int(c)] for c in plan.clients[:k]]
+        n_max = max(len(m) for m in members)
+        idx = torch.zeros(k, n_max, dtype=torch.long)
+        local = torch.zeros(k, *plan.batch_idx.shape[1:], dtype=torch.long)
+        at = torch.zeros(len(data.train_x), dtype=torch.long)  # a sample's place in its row
+        for i, m in enumerate(members):
+            idx[i, : len(m)] = m
+            at[m] = torch.arange(len(m))
+            local[i] = at[plan.batch_idx[i].cpu()]
+        dev = const.device
+        self.products = model.const_products(const, data.train_x[idx.to(dev)])
+        # where each batch sample's row sits in products flattened to [k * n_max, h]
+        self.flat = (local + n_max * torch.arange(k).view(k, 1, 1)).to(dev)
+
+    def window(self, s: int, steps: int, ka: int) -> torch.Tensor:
+        """Rows :ka of the window of `steps` steps from step s: [ka, steps * B, h], samples in
+        the window's order (step after step)."""
+        h = self.products.shape[2]
+        rows = self.products.view(-1, h).index_select(0, self.flat[:ka, s : s + steps].flatten())
+        return rows.view(ka, -1, h)
+
+
+def const_products(engine, plan, const) -> ConstProducts | None:
+    """The round's ConstProducts where they pay: an MLP window with a constant, no input
+    pipeline (a transformed sample differs epoch by epoch) and more than one local epoch."""
+    cfg, data = engine.cfg, engine.data
+    if const is None or data.pipeline is not None or not hasattr(engine.model, "const_products"):
+        return None
+    if cfg.local_steps is not None or cfg.local_epochs < 2:
+        return None
+    return ConstProducts(engine.model, data, plan, const)
