@@ -192,7 +192,8 @@ _PAPER_DATASET = {"fmnist": "cifar10"}
         "ours: mean of the last 25 evaluations (spec §5.2), mean and spread over "
         "seeds; the paper's +- (not compared) is likely the std of those 25 points.",
         "K is the number of local SGD steps (5, 20, 50), 10 clients a round; C = 1 or 2 classes "
-        "a client (exdir, alpha 10); lr per (method, C, K) as the authors chose.",
+        "a client (exdir, alpha 10); lr per (method, C, K) as the authors chose (FMNIST: the "
+        "best of their grid on the substitute, table sfl-fmnist-lr).",
     ),
     claims=SFL_CLAIMS,
     substitutes=(
