@@ -81,3 +81,20 @@ def test_the_sfl_substitutes_lrs_come_from_its_own_grid_on_a_held_out_seed():
     assert {(cfg.method, cfg.grad_clip) for cfg in cfgs} == {("pfl", 10.0), ("sfl", 50.0)}
     best = [c for c in spec.cells("fmnist") if c.kind == "derived"]
     assert len(best) == 12 and best[0].derived.fn(0.5, 0.7, 0.7, 0.6, None) == 0.01
+
+
+def test_the_sfl_knee_check_tells_a_climbing_curve_from_a_flat_one():
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sfl_knee.py"
+    spec = importlib.util.spec_from_file_location("sfl_knee", path)
+    knee = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(knee)
+    climbing = pd.Series([i / 100 for i in range(60)])  # 1 point an evaluation
+    last, before, best = knee.window_means(climbing)
+    assert (last, before, best) == (47.0, 22.0, 47.0) and last - before > knee.CLIMB
+    flat = pd.Series([0.5] * 25 + [0.8] * 50 + [float("nan")] * 3)  # evaluations only
+    assert knee.window_means(flat) == (80.0, 80.0, 80.0)
