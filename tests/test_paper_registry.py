@@ -65,12 +65,12 @@ def test_table_listing_is_the_registry(monkeypatch):
 
 
 def test_table_listing_keeps_the_papers_order():
-    """FedLGA (and its readings), SFL, FedSoftMax, FedProx (fedbench.papers.LISTED_FIRST), each
-    in its module's order of registration."""
+    """FedLGA (and its readings), SFL (and its FMNIST lr grid), FedSoftMax, FedProx
+    (fedbench.papers.LISTED_FIRST), each in its module's order of registration."""
     assert list(TABLES) == [
         *("runtime", "tau", "best-acc", "epochs", "rho", "devices", "sampled", "imbalance"),
         *("tau-at-most", "tau-steps"),
-        *("sfl", "quadratic", "quadratic-lr"),
+        *("sfl", "quadratic", "quadratic-lr", "sfl-fmnist-lr"),
         *("r90", "smoothness", "temperature", "participation"),
         *("stragglers", "dissimilarity", "adaptive-mu", "data-stats"),
     ]

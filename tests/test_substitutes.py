@@ -45,15 +45,56 @@ def test_the_substitutes_keep_their_tables_protocol():
         assert {cfg.tau_max for cfg in cfgs} == {4} and {cfg.rho for cfg in cfgs} == {0.5}
     imb = [cell_config(c, 0) for c in TABLES["imbalance"].cells("fmnist") if c.kind == "runs"]
     assert {(cfg.partition, cfg.classes_per_client) for cfg in imb} == {("imbalance", 3)}
-    # SFL vs PFL on FMNIST: its C, local-step grid, lrs and 10 clients a round, a CNN, 100 rounds
+    # SFL vs PFL on FMNIST: its C, local-step grid and 10 clients a round, a 784-200-10 MLP,
+    # 1000 rounds evaluated every 4 (the paper's spacing), lrs its own (table sfl-fmnist-lr)
+    from fedbench.papers.sfl import SFL_LR
+
     cells = [c for c in TABLES["sfl"].cells("fmnist") if c.kind == "runs"]
     cfgs = [(c, cell_config(c, 1234)) for c in cells]
-    assert len(cells) == 12 and {cfg.model for _, cfg in cfgs} == {"cnn"}
+    assert len(cells) == 12 and {(cfg.model, cfg.hidden) for _, cfg in cfgs} == {("mlp", 200)}
     assert {cfg.local_steps for _, cfg in cfgs} == {5, 20, 50}
     assert {cfg.classes_per_client for _, cfg in cfgs} == {1, 2}
-    assert {(cfg.partition, cfg.clients_per_round, cfg.rounds) for _, cfg in cfgs} == {
-        ("exdir", 10, 100)
-    }
+    assert {
+        (cfg.partition, cfg.clients_per_round, cfg.rounds, cfg.eval_every, cfg.batch_size)
+        for _, cfg in cfgs
+    } == {("exdir", 10, 1000, 4, 20)}
     lrs = {(cfg.method, cfg.classes_per_client, cfg.local_steps): cfg.lr for _, cfg in cfgs}
-    assert lrs[("pfl", 1, 50)] == 0.1 and lrs[("sfl", 1, 5)] == 0.03
-    assert lrs[("sfl", 1, 50)] == 0.003 and lrs[("sfl", 2, 20)] == 0.01  # CIFAR-10 VGG-9's
+    for (m, c, k), lr in lrs.items():
+        assert lr == SFL_LR[("fmnist", "mlp", m, c)][(5, 20, 50).index(k)]
+    # the cells show CIFAR-10 VGG-9's Table 3 numbers beside ours
+    assert {(c.paper.dataset, c.paper.setting.split(",")[0]) for c, _ in cfgs} == {
+        ("cifar10", "model=vgg9")
+    }
+
+
+def test_the_sfl_substitutes_lrs_come_from_its_own_grid_on_a_held_out_seed():
+    from fedbench.papers.sfl import SFL_SEEDS
+
+    spec = TABLES["sfl-fmnist-lr"]
+    cells = [c for c in spec.cells("fmnist") if c.kind == "runs"]
+    cfgs = [cell_config(c, s) for c in cells for s in spec.seeds]
+    assert len(cells) == 60 and not set(spec.seeds) & set(SFL_SEEDS)
+    assert {cfg.lr for cfg in cfgs} == {0.003, 0.01, 0.03, 0.1, 0.3}  # the authors' grid
+    assert {(cfg.rounds, cfg.model, cfg.hidden, cfg.eval_every) for cfg in cfgs} == {
+        (250, "mlp", 200, 4)
+    }
+    assert {(cfg.method, cfg.grad_clip) for cfg in cfgs} == {("pfl", 10.0), ("sfl", 50.0)}
+    best = [c for c in spec.cells("fmnist") if c.kind == "derived"]
+    assert len(best) == 12 and best[0].derived.fn(0.5, 0.7, 0.7, 0.6, None) == 0.01
+
+
+def test_the_sfl_knee_check_tells_a_climbing_curve_from_a_flat_one():
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sfl_knee.py"
+    spec = importlib.util.spec_from_file_location("sfl_knee", path)
+    knee = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(knee)
+    climbing = pd.Series([i / 100 for i in range(60)])  # 1 point an evaluation
+    last, before, best = knee.window_means(climbing)
+    assert (last, before, best) == (47.0, 22.0, 47.0) and last - before > knee.CLIMB
+    flat = pd.Series([0.5] * 25 + [0.8] * 50 + [float("nan")] * 3)  # evaluations only
+    assert knee.window_means(flat) == (80.0, 80.0, 80.0)
