@@ -24,6 +24,7 @@ from fedbench.config import (
 )
 from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS, check_param_value, method_class, method_params
+from fedbench.methods.server_opt import check_server_opt, server_param_names
 from fedbench.presets import PRESETS, get_preset
 
 
@@ -36,6 +37,7 @@ def validate_config(cfg: RunConfig) -> RunConfig:
         from fedbench.devices import check_device  # imports torch
 
         check_device(cfg.device)
+    check_server_opt(cfg)
     params = method_params(cfg.method, cfg.method_params)
     method_class(cfg.method).check_config(params, cfg)
     return cfg
@@ -54,14 +56,34 @@ def method_param(key: str, raw: Any) -> Any:
     return value
 
 
+def server_param(key: str, raw: Any) -> Any:
+    """A server optimizer's parameter (server.NAME, or a bare NAME no method has), checked on
+    its own; validate_config checks it against the run's server_opt."""
+    value = parse_param_text(raw) if isinstance(raw, str) else raw
+    check_param_value(key, value)
+    return value
+
+
+def _is_server_param(name: str) -> bool:
+    bare = name.removeprefix("server.")
+    is_method_param = any(bare in {f.name for f in fields(m.Params)} for m in METHODS.values())
+    return name.startswith("server.") or (bare in server_param_names() and not is_method_param)
+
+
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """Set fields by name (or paper alias), each value checked on its own; other keys are method
-    parameters (method.NAME, a `method_params` table, or a bare NAME that some method has)."""
+    parameters (method.NAME, a `method_params` table, or a bare NAME that some method has) or
+    the server optimizer's (server.NAME, a `server_params` table, or a bare NAME of one)."""
     changes: dict[str, Any] = {}
     params: dict[str, Any] = {}  # method parameters given here
+    server: dict[str, Any] = {}  # server optimizer parameters given here
     for key, raw in overrides.items():
         name = ALIASES.get(key, key)
-        if name == "method_params":
+        if name == "server_params" and isinstance(raw, dict):
+            server.update({k: server_param(k, v) for k, v in raw.items()})
+        elif _is_server_param(name):
+            server[name.removeprefix("server.")] = server_param(name, raw)
+        elif name == "method_params":
             if not isinstance(raw, dict):
                 raise FedbenchError(f"method_params expects {TYPE_WORDS['dict']}, got {raw!r}")
             params.update({k: method_param(k, v) for k, v in raw.items()})
@@ -75,6 +97,8 @@ def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     # the old method's parameters do not carry over to a new method; those given here do
     kept = {} if out.method != cfg.method else cfg.method_params
     out.method_params = {**kept, **params}
+    kept = {} if out.server_opt != cfg.server_opt else cfg.server_params  # likewise
+    out.server_params = {**kept, **server}
     return out
 
 

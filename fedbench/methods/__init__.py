@@ -18,10 +18,10 @@ from fedbench.methods.base import (
     State,
     weighted_mean,
 )
+from fedbench.methods.params import check_param_value
 from fedbench.methods.registry import (
     METHODS,
     build_method,
-    check_param_value,
     describe_methods,
     method_class,
     method_params,
