@@ -100,6 +100,8 @@ class RunConfig:
     glove: str | None = None  # sent140: GloVe text file (word v1 ... vd); None: learned embedding
     quad_group: int = 1  # dataset=quadratic: SFL's (a, b) group 1-4 (spec §5.1)
     quad_b_scale: float = 1.0  # dataset=quadratic: b scaled by 1, 10 or 100
+    # a registered dataset's own settings (fedbench.data.registry: register_dataset(params=))
+    dataset_params: dict[str, Any] = field(default_factory=dict)  # the dataset's own: --set K=V
     # input pipeline (image datasets; applied per mini-batch on the tensor device)
     normalize: str = "dataset"  # dataset mean/std | imagenet mean/std | none (raw 0-255)
     augment: bool = False  # random crop 32 (padding 4) + horizontal flip, training batches
@@ -135,8 +137,8 @@ class RunConfig:
     server_beta1: float = 0.9  # adagrad/adam/yogi: m <- b1 m + (1 - b1) Delta (Reddi et al.)
     server_beta2: float = 0.99  # adam/yogi: the second moment's decay b2
     server_eps: float = 1e-3  # adagrad/adam/yogi: tau in w <- w + eta m / (sqrt(v) + tau)
-    # a registered server optimizer's own parameters (its Params; e.g. a plugin's, FedExP's eps)
-    server_params: dict[str, Any] = field(default_factory=dict)
+    # a registered server optimizer's own parameters (fedbench.methods.server_opt)
+    server_params: dict[str, Any] = field(default_factory=dict)  # server_opt's own: --set K=V
     # device heterogeneity
     hetero: str = "none"
     rho: float = 0.5  # fedlga: fraction of the K sampled devices that are slow
@@ -452,9 +454,11 @@ def parse_param_text(text: str) -> Any:
 
 
 def canonical_key(key: str) -> str:
-    """The field or method parameter a key names: paper aliases resolved, `method.` dropped."""
+    """The field or parameter a key names: paper aliases resolved, `method.` (`server.`,
+    `data.`: a server optimizer's, a dataset's parameter) dropped."""
     name = ALIASES.get(key, key)
-    return name[len("method.") :] if name.startswith("method.") else name
+    owner, dot, bare = name.partition(".")
+    return bare if dot and owner in ("method", "server", "data") else name
 
 
 def one_each(items: Iterable[tuple[str, Any, str]]) -> dict[str, Any]:

@@ -84,13 +84,26 @@ def identity(cfg: RunConfig, version: int | None = None) -> dict[str, Any]:
     """What the hash covers (see the module docstring). `version`: the method version a stored
     run ran with (default: this build's)."""
     d = _non_default(cfg)
-    for k in (*NOT_IDENTITY, "method_params", "server_params"):
+    for k in (*NOT_IDENTITY, "method_params", "server_params", "dataset_params"):
         d.pop(k, None)
     d["method"] = cfg.method
     d["method_params"] = method_identity(cfg)
     d["method_version"] = version if version is not None else method_version(cfg.method)
     d.update(server_identity(cfg))
+    if cfg.dataset_params and (own := dataset_identity(cfg)):
+        d["dataset_params"] = own
     return d
+
+
+def dataset_identity(cfg: RunConfig) -> dict[str, Any]:
+    """The dataset's own settings that differ from their defaults (all given ones for a dataset
+    this build lacks)."""
+    from fedbench.data.registry import dataset_params  # the loaders: only for such a run
+
+    try:
+        return _non_default(dataset_params(cfg))
+    except Exception:
+        return dict(cfg.dataset_params)
 
 
 def server_identity(cfg: RunConfig) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from fedbench.methods.base import (
     State,
     weighted_mean,
 )
-from fedbench.methods.params import check_param_value
 from fedbench.methods.registry import (
     METHODS,
     build_method,
@@ -27,6 +26,7 @@ from fedbench.methods.registry import (
     method_params,
     register,
 )
+from fedbench.params import check_param_value
 
 for _mod in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_mod.name}")
