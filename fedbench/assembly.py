@@ -72,7 +72,7 @@ def typed_param(key: str, raw: Any) -> Any:
 PARAM_OWNERS = {"server": "server_params", "data": "dataset_params"}
 
 
-def _param_owner(name: str) -> str | None:
+def param_owner(name: str) -> str | None:
     """'server' or 'data' for a server optimizer's or a dataset's parameter: by its prefix, or
     a bare name that no method has and one of those has; None: a method's (or no one's)."""
     prefix, dot, _ = name.partition(".")
@@ -98,7 +98,7 @@ def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     tables = {table: owner for owner, table in PARAM_OWNERS.items()}
     for key, raw in overrides.items():
         name = ALIASES.get(key, key)
-        owner = None if name in FIELD_TYPES else _param_owner(name)
+        owner = None if name in FIELD_TYPES else param_owner(name)
         if name in tables and isinstance(raw, dict):
             typed[tables[name]].update({k: typed_param(k, v) for k, v in raw.items()})
         elif owner is not None:

@@ -98,6 +98,21 @@ def test_server_lr_and_epsilon_are_its_settings():
         build_config("default", None, {"server_opt": "fedexp", "epsilon": "0"})
 
 
+def test_a_sweep_grid_varies_its_parameter():
+    from fedbench.sweep.grid import grid_configs
+
+    sets = {"server_opt": "fedexp", "rounds": "2"}
+    configs = grid_configs(
+        "default", methods=["fedavg", "fedprox"], grid={"epsilon": ["0.1", "1"]}, sets=sets
+    )
+    assert sorted((c.method, c.server_params["epsilon"]) for c in configs) == [
+        ("fedavg", 0.1),
+        ("fedavg", 1.0),
+        ("fedprox", 0.1),
+        ("fedprox", 1.0),
+    ]
+
+
 def test_the_command_line_trains_with_it(tmp_path):
     cmd = [sys.executable, "-m", "fedbench", "train", "--plugin", str(PLUGIN), "--quiet"]
     cmd += ["--set", "server_opt=fedexp", "--rounds", "2", "--threads", "1"]
