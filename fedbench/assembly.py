@@ -24,6 +24,7 @@ from fedbench.config import (
 )
 from fedbench.errors import FedbenchError
 from fedbench.methods import METHODS, check_param_value, method_class, method_params
+from fedbench.methods.server_opt import check_server_opt, server_param_names
 from fedbench.presets import PRESETS, get_preset
 
 
@@ -36,6 +37,11 @@ def validate_config(cfg: RunConfig) -> RunConfig:
         from fedbench.devices import check_device  # imports torch
 
         check_device(cfg.device)
+    check_server_opt(cfg)
+    if cfg.dataset_params:  # a dataset's own settings (the loaders load only for them)
+        from fedbench.data.registry import dataset_params
+
+        dataset_params(cfg)
     params = method_params(cfg.method, cfg.method_params)
     method_class(cfg.method).check_config(params, cfg)
     return cfg
@@ -54,14 +60,50 @@ def method_param(key: str, raw: Any) -> Any:
     return value
 
 
+def typed_param(key: str, raw: Any) -> Any:
+    """A server optimizer's or dataset's parameter, checked on its own (validate_config checks
+    it against the run's server_opt or dataset, which may be set later)."""
+    value = parse_param_text(raw) if isinstance(raw, str) else raw
+    check_param_value(key, value)
+    return value
+
+
+# whose parameters a prefixed key names (server.NAME, data.NAME), and the config field they fill
+PARAM_OWNERS = {"server": "server_params", "data": "dataset_params"}
+
+
+def param_owner(name: str) -> str | None:
+    """'server' or 'data' for a server optimizer's or a dataset's parameter: by its prefix, or
+    a bare name that no method has and one of those has; None: a method's (or no one's)."""
+    prefix, dot, _ = name.partition(".")
+    if dot:
+        return prefix if prefix in PARAM_OWNERS else None
+    if any(name in {f.name for f in fields(m.Params)} for m in METHODS.values()):
+        return None
+    if name in server_param_names():
+        return "server"
+    from fedbench.data.registry import dataset_param_names  # the loaders: only for such a key
+
+    return "data" if name in dataset_param_names() else None
+
+
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """Set fields by name (or paper alias), each value checked on its own; other keys are method
-    parameters (method.NAME, a `method_params` table, or a bare NAME that some method has)."""
+    parameters (method.NAME, a `method_params` table, or a bare NAME that some method has), or
+    a server optimizer's or dataset's (server.NAME / data.NAME, a `server_params` /
+    `dataset_params` table, or a bare NAME that one of them has)."""
     changes: dict[str, Any] = {}
     params: dict[str, Any] = {}  # method parameters given here
+    typed: dict[str, dict[str, Any]] = {owner: {} for owner in PARAM_OWNERS}  # server, data
+    tables = {table: owner for owner, table in PARAM_OWNERS.items()}
     for key, raw in overrides.items():
         name = ALIASES.get(key, key)
-        if name == "method_params":
+        owner = None if name in FIELD_TYPES else param_owner(name)
+        if name in tables and isinstance(raw, dict):
+            typed[tables[name]].update({k: typed_param(k, v) for k, v in raw.items()})
+        elif owner is not None:
+            typed[owner][name.partition(".")[2] or name] = typed_param(name, raw)
+        elif name == "method_params":
             if not isinstance(raw, dict):
                 raise FedbenchError(f"method_params expects {TYPE_WORDS['dict']}, got {raw!r}")
             params.update({k: method_param(k, v) for k, v in raw.items()})
@@ -72,9 +114,14 @@ def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         else:
             params[canonical_key(name)] = method_param(canonical_key(name), raw)
     out = dataclasses.replace(cfg, **changes)
-    # the old method's parameters do not carry over to a new method; those given here do
+    # the old method's (server optimizer's, dataset's) parameters do not carry over to a new
+    # one; those given here do
     kept = {} if out.method != cfg.method else cfg.method_params
     out.method_params = {**kept, **params}
+    kept = {} if out.server_opt != cfg.server_opt else cfg.server_params
+    out.server_params = {**kept, **typed["server"]}
+    kept = {} if out.dataset != cfg.dataset else cfg.dataset_params
+    out.dataset_params = {**kept, **typed["data"]}
     return out
 
 

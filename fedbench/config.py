@@ -68,7 +68,7 @@ STRAGGLER_EPOCHS = ("code", "paper")
 STRAGGLER_POLICIES = ("partial", "drop", "drop-fedavg")
 AGGREGATIONS = ("samples", "uniform")
 DTYPES = ("float32", "float64")
-# fedbench.methods.server_opt.OPTIMIZERS (a test keeps the two in step)
+# the server optimizers (fedbench.methods.server_opt registers each, a plugin's too: allow_name)
 SERVER_OPTS = ("sgd", "adagrad", "adam", "yogi")
 
 # Short names from the papers, accepted by --set and TOML.
@@ -100,6 +100,8 @@ class RunConfig:
     glove: str | None = None  # sent140: GloVe text file (word v1 ... vd); None: learned embedding
     quad_group: int = 1  # dataset=quadratic: SFL's (a, b) group 1-4 (spec §5.1)
     quad_b_scale: float = 1.0  # dataset=quadratic: b scaled by 1, 10 or 100
+    # a registered dataset's own settings (fedbench.data.registry: register_dataset(params=))
+    dataset_params: dict[str, Any] = field(default_factory=dict)  # the dataset's own: --set K=V
     # input pipeline (image datasets; applied per mini-batch on the tensor device)
     normalize: str = "dataset"  # dataset mean/std | imagenet mean/std | none (raw 0-255)
     augment: bool = False  # random crop 32 (padding 4) + horizontal flip, training batches
@@ -135,6 +137,8 @@ class RunConfig:
     server_beta1: float = 0.9  # adagrad/adam/yogi: m <- b1 m + (1 - b1) Delta (Reddi et al.)
     server_beta2: float = 0.99  # adam/yogi: the second moment's decay b2
     server_eps: float = 1e-3  # adagrad/adam/yogi: tau in w <- w + eta m / (sqrt(v) + tau)
+    # a registered server optimizer's own parameters (fedbench.methods.server_opt)
+    server_params: dict[str, Any] = field(default_factory=dict)  # server_opt's own: --set K=V
     # device heterogeneity
     hetero: str = "none"
     rho: float = 0.5  # fedlga: fraction of the K sampled devices that are slow
@@ -196,25 +200,7 @@ class RunConfig:
                 "straggler_epochs=code draws U{1..E-1} and needs E >= 2; "
                 "set E >= 2 or straggler_epochs=paper"
             )
-        self._check_server_opt()
-        return self
-
-    def _check_server_opt(self) -> None:
-        """The server optimizer's settings apply to it alone: a setting another optimizer reads
-        is an error, not silently unused."""
-        defaults = {f.name: f.default for f in fields(RunConfig)}
-        reads = {  # which optimizers read each setting
-            "server_momentum": ("sgd",),
-            "server_beta1": ("adagrad", "adam", "yogi"),
-            "server_beta2": ("adam", "yogi"),
-            "server_eps": ("adagrad", "adam", "yogi"),
-        }
-        for name, opts in reads.items():
-            if self.server_opt not in opts and getattr(self, name) != defaults[name]:
-                raise FedbenchError(
-                    f"{name} applies to server_opt={' | '.join(opts)}, not server_opt="
-                    f"{self.server_opt}; leave it out or choose one of those"
-                )
+        return self  # the server optimizer's settings: fedbench.methods.server_opt
 
     def validate_data(self) -> RunConfig:
         """Every field on its own, then the dataset, partition and input-pipeline fields'
@@ -357,11 +343,13 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def allow_name(field_name: str, name: str, natural: bool = False) -> None:
-    """Accept one more dataset or model name: the dataset and model registries call it for
+    """Accept one more dataset, model or server_opt name: their registries call it for
     every name registered, so a plugin's names validate like the built-in ones (listed above
     so that validating a config needs neither the registries nor torch)."""
-    global DATASETS, NATURAL_DATASETS, MODELS
-    if field_name == "dataset":
+    global DATASETS, NATURAL_DATASETS, MODELS, SERVER_OPTS
+    if field_name == "server_opt":
+        SERVER_OPTS = CHOICES["server_opt"] = tuple(dict.fromkeys((*SERVER_OPTS, name)))
+    elif field_name == "dataset":
         DATASETS = CHOICES["dataset"] = tuple(dict.fromkeys((*DATASETS, name)))
         if natural:
             NATURAL_DATASETS = tuple(dict.fromkeys((*NATURAL_DATASETS, name)))
@@ -466,9 +454,11 @@ def parse_param_text(text: str) -> Any:
 
 
 def canonical_key(key: str) -> str:
-    """The field or method parameter a key names: paper aliases resolved, `method.` dropped."""
+    """The field or parameter a key names: paper aliases resolved, `method.` (`server.`,
+    `data.`: a server optimizer's, a dataset's parameter) dropped."""
     name = ALIASES.get(key, key)
-    return name[len("method.") :] if name.startswith("method.") else name
+    owner, dot, bare = name.partition(".")
+    return bare if dot and owner in ("method", "server", "data") else name
 
 
 def one_each(items: Iterable[tuple[str, Any, str]]) -> dict[str, Any]:

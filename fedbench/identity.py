@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedbench.errors import FedbenchError
 from fedbench.methods import method_class, method_params  # registers Params; no torch
+from fedbench.methods.server_opt import server_opt_class, server_params
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
@@ -83,11 +84,41 @@ def identity(cfg: RunConfig, version: int | None = None) -> dict[str, Any]:
     """What the hash covers (see the module docstring). `version`: the method version a stored
     run ran with (default: this build's)."""
     d = _non_default(cfg)
-    for k in (*NOT_IDENTITY, "method_params"):
+    for k in (*NOT_IDENTITY, "method_params", "server_params", "dataset_params"):
         d.pop(k, None)
     d["method"] = cfg.method
     d["method_params"] = method_identity(cfg)
     d["method_version"] = version if version is not None else method_version(cfg.method)
+    d.update(server_identity(cfg))
+    if cfg.dataset_params and (own := dataset_identity(cfg)):
+        d["dataset_params"] = own
+    return d
+
+
+def dataset_identity(cfg: RunConfig) -> dict[str, Any]:
+    """The dataset's own settings that differ from their defaults (all given ones for a dataset
+    this build lacks)."""
+    from fedbench.data.registry import dataset_params  # the loaders: only for such a run
+
+    try:
+        return _non_default(dataset_params(cfg))
+    except Exception:
+        return dict(cfg.dataset_params)
+
+
+def server_identity(cfg: RunConfig) -> dict[str, Any]:
+    """The server optimizer's parameters that differ from their defaults, and its version once
+    bumped past 1 (nothing for the built-in ones at their defaults: stored ids stay)."""
+    d: dict[str, Any] = {}
+    try:
+        cls = server_opt_class(cfg.server_opt)
+        params = _non_default(server_params(cfg.server_opt, cfg.server_params))
+    except Exception:  # a server optimizer this build lacks: keep what was given
+        cls, params = None, dict(cfg.server_params)
+    if params:
+        d["server_params"] = params
+    if cls is not None and cls.version != 1:
+        d["server_opt_version"] = cls.version
     return d
 
 

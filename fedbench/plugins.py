@@ -1,8 +1,9 @@
-"""Plugins: methods, datasets, models and tables registered from outside the package.
+"""Plugins: methods, server optimizers, datasets, models and tables registered from outside.
 
 A plugin is a Python file (``--plugin path/to/my_method.py``) or an importable module
 (``--plugin mypkg.fl``) that registers names with the decorators the built-in modules use:
-``fedbench.methods.register``, ``fedbench.data.registry.register_dataset``,
+``fedbench.methods.register``, ``fedbench.methods.server_opt.register_server_optimizer``,
+``fedbench.data.registry.register_dataset``,
 ``fedbench.models.registry.register_model`` and ``fedbench.tables.spec.table`` / ``register``.
 Registering runs the same checks as for a built-in name, so a bad plugin stops with one line
 naming its file.

@@ -154,18 +154,20 @@ def tiny_config(**kw) -> RunConfig:
 
 @contextmanager
 def registries_restored():
-    """Every registry a plugin can add to (methods, datasets, models, presets, tables, the
-    config's accepted names), the loaded plugins and FEDBENCH_PLUGINS, put back as they were
-    when the block ends: a test may load plugins without leaking them into other tests."""
+    """Every registry a plugin can add to (methods, server optimizers, datasets, models, presets,
+    tables, the config's accepted names), the loaded plugins and FEDBENCH_PLUGINS, put back as
+    they were when the block ends: a test may load plugins without leaking them into other tests."""
     from fedbench import config, plugins
     from fedbench.data.registry import DATASETS
     from fedbench.methods import METHODS
+    from fedbench.methods.server_opt import SERVER_OPTIMIZERS
     from fedbench.models.registry import MODELS
     from fedbench.presets import PRESETS
     from fedbench.tables.spec import TABLES
 
-    saved = [(r, dict(r)) for r in (METHODS, DATASETS, MODELS, PRESETS, TABLES, plugins.LOADED)]
-    names = (config.DATASETS, config.NATURAL_DATASETS, config.MODELS)
+    kinds = (METHODS, SERVER_OPTIMIZERS, DATASETS, MODELS, PRESETS, TABLES, plugins.LOADED)
+    saved = [(r, dict(r)) for r in kinds]
+    names = (config.DATASETS, config.NATURAL_DATASETS, config.MODELS, config.SERVER_OPTS)
     env = os.environ.get(plugins.ENV)
     modules = set(sys.modules)
     before = set(plugins.LOADED)
@@ -176,8 +178,9 @@ def registries_restored():
         for registry, items in saved:
             registry.clear()
             registry.update(items)
-        config.DATASETS, config.NATURAL_DATASETS, config.MODELS = names
+        config.DATASETS, config.NATURAL_DATASETS, config.MODELS, config.SERVER_OPTS = names
         config.CHOICES["dataset"], config.CHOICES["model"] = names[0], names[2]
+        config.CHOICES["server_opt"] = names[3]
         if env is None:
             os.environ.pop(plugins.ENV, None)
         else:

@@ -257,6 +257,7 @@ LAYERS = (
         "fedbench.safe_read",
         "fedbench.lazy",
         "fedbench.names",
+        "fedbench.params",
         "fedbench.plugins",
     ),
     ("fedbench.config", "fedbench.devices"),

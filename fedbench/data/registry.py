@@ -6,16 +6,25 @@ that its data is here, or downloads it once, before planning.
 
 fedbench.data.load_arrays looks the name up, partitions the training data when the dataset has
 no natural split, and adds the image input pipeline when the entry asks for one.
+
+A dataset's own settings are its ``params=`` dataclass (fields made with fedbench.params.param,
+as a method's Params): `--set NAME=...` (or data.NAME) stores them in cfg.dataset_params and the
+loader reads them typed with ``dataset_params(cfg)``, so a new dataset with settings is one file
+and its test, from outside the package too (examples/dataset_plugin/). The built-in datasets'
+older settings (syn_alpha, quad_group, ...) stay config fields: stored runs keep their ids.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.config import allow_name
+from fedbench.config import ALIASES, FIELD_TYPES, allow_name
+from fedbench.errors import FedbenchError
 from fedbench.names import Registry
+from fedbench.params import NoParams, check_ranges, coerce_params
 
 
 @dataclass
@@ -66,12 +75,25 @@ class DatasetSpec:
     # folders searched, the layout expected and how to get it; None: nothing to find
     locate: Callable[[Any], Any] | None = None
     fetch: Callable[[Any], bool] | None = None  # cfg -> downloaded; None: not downloadable
+    params: type = NoParams  # its own settings (cfg.dataset_params), a dataclass of param()s
 
 
 def _spec(
-    name: str, load, natural: bool, pipeline=False, shape=None, locate=None, fetch=None
+    name: str,
+    load,
+    natural: bool,
+    pipeline=False,
+    shape=None,
+    locate=None,
+    fetch=None,
+    params: type = NoParams,
 ) -> DatasetSpec:
-    return DatasetSpec(name, load, natural, pipeline, shape, locate, fetch)
+    for f in dataclasses.fields(params):
+        if f.name in FIELD_TYPES or f.name in ALIASES:
+            raise FedbenchError(f"dataset {name}: parameter {f.name!r} is also a config field")
+        if f.default is dataclasses.MISSING or not f.metadata.get("help"):
+            raise FedbenchError(f"dataset {name}: parameter {f.name!r} needs a default and help")
+    return DatasetSpec(name, load, natural, pipeline, shape, locate, fetch, params)
 
 
 def _allow(name: str, spec: DatasetSpec) -> None:
@@ -80,3 +102,16 @@ def _allow(name: str, spec: DatasetSpec) -> None:
 
 DATASETS: Registry[DatasetSpec] = Registry("dataset", _spec, _allow)
 register_dataset = DATASETS.register
+
+
+def dataset_params(cfg) -> Any:
+    """The run's dataset settings, typed and checked: its Params from cfg.dataset_params."""
+    spec = DATASETS.lookup(cfg.dataset)
+    params = coerce_params(spec.params, cfg.dataset_params, f"dataset {cfg.dataset}", cfg.dataset)
+    check_ranges(params, cfg.dataset)
+    return params
+
+
+def dataset_param_names() -> set[str]:
+    """Every parameter name of a registered dataset (the bare names `--set` routes to one)."""
+    return {f.name for spec in DATASETS.values() for f in dataclasses.fields(spec.params)}

@@ -21,12 +21,12 @@ from fedbench.methods.base import (
 from fedbench.methods.registry import (
     METHODS,
     build_method,
-    check_param_value,
     describe_methods,
     method_class,
     method_params,
     register,
 )
+from fedbench.params import check_param_value
 
 for _mod in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_mod.name}")

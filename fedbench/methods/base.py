@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.params import NoParams
-from fedbench.methods.server_opt import ServerOpt, server_optimizer
+from fedbench.methods.server_opt import ClientModels, ServerOpt, server_optimizer
 
 if TYPE_CHECKING:
     from fedbench.config import RunConfig
@@ -400,13 +400,16 @@ class Method:
     def aggregate(self, ctx: RoundContext, res: LocalResult) -> tuple[torch.Tensor, dict]:
         """What the engine calls: combine, then the server step."""
         new_w, rec = self.combine(ctx, res)
-        return self.server_step(ctx, new_w), rec
+        return self.server_step(ctx, new_w, res), rec
 
-    def server_step(self, ctx: RoundContext, new_w: torch.Tensor) -> torch.Tensor:
+    def server_step(
+        self, ctx: RoundContext, new_w: torch.Tensor, res: LocalResult | None = None
+    ) -> torch.Tensor:
         """The run's server optimizer (fedbench.methods.server_opt) on Delta = new_w - w^t:
         w^{t+1} = w^t + eta Delta by default, new_w itself at eta = 1 (bit for bit); FedAvgM,
         FedAdagrad, FedAdam, FedYogi by the config's server_* fields."""
-        return self.server_optimizer(ctx.cfg).step(self, ctx.global_w, new_w)
+        clients = ClientModels(res.w, ctx.weights) if res is not None else None
+        return self.server_optimizer(ctx.cfg).step(self, ctx.global_w, new_w, clients)
 
 
 def weighted_mean(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

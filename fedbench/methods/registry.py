@@ -13,7 +13,6 @@ or alias (``--set`` and sweep grids route those names to the config, never to a 
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 from typing import Any
 
@@ -21,8 +20,8 @@ from fedbench.config import ALIASES, FIELD_TYPES
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.base import Method, RecordField, Setup, step_paths
-from fedbench.methods.params import check_ranges
 from fedbench.methods.server_opt import STATE_NAMES
+from fedbench.params import check_ranges, coerce_params
 
 # name -> class, in listing order (Method.listing_order, then name)
 METHODS: dict[str, type[Method]] = {}
@@ -102,44 +101,11 @@ def method_class(name: str) -> type[Method]:
     return METHODS[name]
 
 
-def check_param_value(key: str, value: Any) -> None:
-    """One method parameter's value on its own: one finite number, true/false or text."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise FedbenchError(f"parameter {key} must be a finite number, got {value!r}")
-    if not isinstance(value, (bool, int, float, str)):
-        raise FedbenchError(
-            f"parameter {key} expects one value (number, true/false or text), got {value!r}"
-        )
-
-
 def method_params(name: str, values: dict[str, Any]) -> Any:
     """Build (and so validate: types, declared ranges, __post_init__) a method's Params from a
     dict of names from the papers."""
     cls = method_class(name)
-    known = {f.name: f for f in dataclasses.fields(cls.Params)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        allowed = ", ".join(known) or "none"
-        raise FedbenchError(
-            f"unknown parameter {unknown[0]!r} for method {name}; its parameters: {allowed}"
-        )
-    coerced = {}
-    for k, v in values.items():
-        default = known[k].default
-        if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        try:
-            check_param_value(k, v)
-        except FedbenchError as e:
-            raise FedbenchError(f"{name}: {e}") from None
-        if default is not dataclasses.MISSING and default is not None:
-            # bool is an int to python, not to a parameter
-            if not isinstance(v, type(default)) or isinstance(v, bool) != isinstance(default, bool):
-                raise FedbenchError(
-                    f"{name}: parameter {k} expects {type(default).__name__}, got {v!r}"
-                )
-        coerced[k] = v
-    params = cls.Params(**coerced)
+    params = coerce_params(cls.Params, values, f"method {name}", name)
     check_ranges(params, name)
     return params
 

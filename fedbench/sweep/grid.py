@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from fedbench.assembly import build_config, method_param_names, preset_for_dataset
+from fedbench.assembly import build_config, method_param_names, param_owner, preset_for_dataset
 from fedbench.config import ALIASES, FIELD_TYPES, RunConfig, check_value, one_each, read_toml
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
@@ -48,9 +48,10 @@ def parse_grid(items: Iterable[str]) -> dict[str, list[str]]:
 
 
 def _grid_key_applies(key: str, method: str, methods: list[str]) -> bool:
-    """Whether a --grid key varies runs of `method`: config fields (and aliases) apply to every
-    method, a method parameter only to the methods that have it."""
-    if key in FIELD_TYPES or key in ALIASES:
+    """Whether a --grid key varies runs of `method`: config fields (and aliases) and server
+    optimizer or dataset parameters apply to every method, a method parameter only to the
+    methods that have it."""
+    if key in FIELD_TYPES or key in ALIASES or param_owner(key) is not None:
         return True
     name = key[len("method.") :] if key.startswith("method.") else key
     if name in method_param_names(method):
