@@ -97,7 +97,7 @@ def run_row(meta: dict, run_id: str) -> dict:
     config = meta.get("config") or {}
     for c in _config_columns():
         v = config.get("device" if c.name == CONFIG_DEVICE else c.name)
-        row[c.name] = json_text(v) if c.name == "method_params" else v
+        row[c.name] = json_text(v) if c.name in _dict_fields() and v is not None else v
     summary = meta.get("summary") or {}
     row.update({c.name: summary.get(c.name) for c in _SUMMARY})
     return row
@@ -110,11 +110,19 @@ def meta_from_row(row: dict) -> dict:
     config = {}
     for c in _config_columns():
         key = "device" if c.name == CONFIG_DEVICE else c.name
-        config[key] = json.loads(row[c.name]) if c.name == "method_params" else row.get(c.name)
+        v = row.get(c.name)
+        config[key] = json.loads(v) if c.name in _dict_fields() and v is not None else v
     meta["config"] = _without_absent(config)
     meta["summary"] = {c.name: row.get(c.name) for c in _SUMMARY}
     meta["summary"]["target_acc"] = config.get("target_acc")
     return normalise_meta(meta)
+
+
+def _dict_fields() -> set[str]:
+    """Config fields of dict kind (method_params, server_params, ...): JSON text in a table."""
+    from fedbench.config import FIELD_KINDS
+
+    return {name for name, (kind, _) in FIELD_KINDS.items() if kind == "dict"}
 
 
 def _without_absent(config: dict) -> dict:
