@@ -95,9 +95,10 @@ def run_row(meta: dict, run_id: str) -> dict:
     row["data_fingerprint"] = (meta.get("data") or {}).get("fingerprint")
     row["data"] = None if meta.get("data") is None else json_text(meta["data"])
     config = meta.get("config") or {}
+    as_json = _dict_fields()
     for c in _config_columns():
         v = config.get("device" if c.name == CONFIG_DEVICE else c.name)
-        row[c.name] = json_text(v) if c.name in _dict_fields() and v is not None else v
+        row[c.name] = json_text(v) if c.name in as_json and v is not None else v
     summary = meta.get("summary") or {}
     row.update({c.name: summary.get(c.name) for c in _SUMMARY})
     return row
@@ -108,10 +109,11 @@ def meta_from_row(row: dict) -> dict:
     meta = {c.name: row.get(c.name) for c in (*_HEAD, *_TAIL) if c.name != "data_fingerprint"}
     meta["data"] = None if row.get("data") is None else json.loads(row["data"])
     config = {}
+    as_json = _dict_fields()
     for c in _config_columns():
         key = "device" if c.name == CONFIG_DEVICE else c.name
         v = row.get(c.name)
-        config[key] = json.loads(v) if c.name in _dict_fields() and v is not None else v
+        config[key] = json.loads(v) if c.name in as_json and v is not None else v
     meta["config"] = _without_absent(config)
     meta["summary"] = {c.name: row.get(c.name) for c in _SUMMARY}
     meta["summary"]["target_acc"] = config.get("target_acc")
