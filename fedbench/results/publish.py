@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fedbench.atomic import refuse_links
 from fedbench.errors import FedbenchError
-from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store, read_table
+from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store
 from fedbench.safe_read import read_bytes
 
 
@@ -53,10 +53,8 @@ def _publish_locked(index, records, root: Path, group: str, command: str) -> dic
     folder = root / group
     refuse_links(folder, root)
     if os.path.lexists(folder / "runs.parquet"):
-        runs = pa.concat_tables([read_table(folder / "runs.parquet"), runs])
-        rounds = pa.concat_tables(
-            [read_table(folder / "rounds.parquet"), rounds], promote_options="default"
-        )
+        runs = pa.concat_tables([store.runs_table(group), runs])  # checked: named if damaged
+        rounds = pa.concat_tables([store.rounds_file(group), rounds], promote_options="default")
     runs = runs.sort_by("run_id")
     rounds = rounds.sort_by([("run_id", "ascending"), ("round", "ascending")])
     _write_within_budget(store, folder, runs, rounds, command)
