@@ -4,7 +4,6 @@ failure was recorded in a run.json; `export --out ''` (the current folder) is re
 from __future__ import annotations
 
 import pytest
-
 from conftest import invoke, one_line_error
 
 TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
