@@ -33,6 +33,8 @@ def _publish_locked(index, records, root: Path, group: str, command: str) -> dic
     from fedbench.results.index import FINISHED, RunIndex
 
     store = Store(root)
+    if os.path.lexists(root / group / "runs.parquet"):
+        store.runs_table(group)  # a damaged target group: its one line, before any other
     shipped = RunIndex(root / ".none", must_exist=False, shipped=store)  # keys as computed now
     have = {(r.key, r.fingerprint) for r in shipped.records()}
     ids = {r["run_id"]: r["data_fingerprint"] for _, r in store.rows()}
