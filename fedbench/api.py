@@ -46,6 +46,7 @@ def train(
 
     _check_flag("overwrite", overwrite)
     _check_threads(threads)
+    folder = _folder("results", results)
     plugin_loader.load_all(_names("plugins", plugins))
     cfg = _config(config, preset, overrides)
     from fedbench.training import threads as thread_policy
@@ -54,9 +55,9 @@ def train(
 
     thread_policy.configure(threads)
     try:
-        return run_train(cfg, Path(results), overwrite=overwrite)
+        return run_train(cfg, folder, overwrite=overwrite)
     except RunExists:
-        return _stored(cfg, Path(results))
+        return _stored(cfg, folder)
 
 
 def _check_flag(name: str, value: Any) -> None:
@@ -69,6 +70,12 @@ def _check_threads(threads: Any) -> None:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):  # fmt: skip
         raise FedbenchError(f"threads must be a whole number >= 1 or None, got {threads!r}")
+
+
+def _folder(what: str, value: Any) -> Path:
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise FedbenchError(f"{what} must be a folder's path, got {value!r}; e.g. {what}='results'")
+    return Path(value)
 
 
 def _names(what: str, values: Any) -> list[str]:
@@ -135,6 +142,10 @@ def load_runs(
     from fedbench.run_filter import RunFilter
 
     _check_flag("shipped", shipped)
+    _folder("results", results)
+    for name, value in (("dataset", dataset), ("method", method)):
+        if value is not None and not isinstance(value, str):
+            raise FedbenchError(f"{name} must be a name or None, got {value!r}; e.g. {name}='a,b'")
     if on_error not in ("skip", "fail"):
         raise FedbenchError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
     plugin_loader.load_all(_names("plugins", plugins))

@@ -80,10 +80,26 @@ def _plugin_error(where: str, e: BaseException) -> FedbenchError:
         return FedbenchError(f"plugin {where}: {e}")
     if isinstance(e, SyntaxError):
         return FedbenchError(f"plugin {where}: syntax error at line {e.lineno}: {e.msg}")
+    if isinstance(e, SystemExit):  # sys.exit(0) too: a command must never end silently here
+        return FedbenchError(
+            f"plugin {where} called sys.exit({e.code!r}) while being imported; a plugin only "
+            "defines and registers (fix or remove it)"
+        )
+    if isinstance(e, KeyboardInterrupt):
+        return FedbenchError(
+            f"plugin {where} raised KeyboardInterrupt while being imported; fix or remove it"
+        )
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == where]
     line = f" (line {frames[-1].lineno})" if frames else ""
     first = (str(e).strip().splitlines() or [""])[0]
     return FedbenchError(f"plugin {where}: {type(e).__name__}: {first}{line}")
+
+
+def _passes(e: BaseException) -> bool:
+    """What a plugin's import may raise through: fedbench's own signal stop (it carries the
+    signal's number) and running out of memory; sys.exit and KeyboardInterrupt of its code
+    become one line naming it."""
+    return isinstance(e, MemoryError) or (isinstance(e, KeyboardInterrupt) and hasattr(e, "signum"))
 
 
 def load_file(spec: str) -> Plugin:
@@ -106,7 +122,7 @@ def load_file(spec: str) -> Plugin:
         module_spec.loader.exec_module(module)
     except BaseException as e:
         sys.modules.pop(name, None)
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+        if _passes(e):
             raise
         raise _plugin_error(key, e) from None
     plugin = Plugin(spec, name, key, file_sha256(path))
@@ -126,7 +142,9 @@ def load_module(spec: str, source: str | None = None) -> Plugin:
                 "the Python path"
             ) from None
         raise _plugin_error(spec, e) from None
-    except Exception as e:
+    except BaseException as e:
+        if _passes(e):
+            raise
         where = getattr(sys.modules.get(spec), "__file__", None) or spec
         raise _plugin_error(where, e) from None
     path = getattr(module, "__file__", None)
@@ -183,13 +201,12 @@ def load_entry_points() -> list[Plugin]:
             continue
         try:
             obj = ep.load()
-        except Exception as e:
-            raise _plugin_error(f"{ep.value} ({source})", e) from None
-        if callable(obj) and not isinstance(obj, types.ModuleType):
-            try:
+            if callable(obj) and not isinstance(obj, types.ModuleType):
                 obj()
-            except Exception as e:
-                raise _plugin_error(f"{ep.value} ({source})", e) from None
+        except BaseException as e:
+            if _passes(e):
+                raise
+            raise _plugin_error(f"{ep.value} ({source})", e) from None
         module = ep.value.split(":")[0]
         path = getattr(sys.modules.get(module), "__file__", None)
         plugin = Plugin(source, module, path, file_sha256(path) if path else None)

@@ -149,6 +149,7 @@ def test_load_runs_reads_the_shipped_store(monkeypatch):
         (dict(where="s=1"), "where must be a list"),
         (dict(plugins="mine.py"), "plugins must be a list"),
         (dict(where={"nosuch": 1}), "nosuch is not a config field"),
+        (dict(method=5), "method must be a name or None"),
     ],
 )
 def test_load_runs_refuses_bad_arguments_as_the_cli_does(tmp_path, kwargs, says):

@@ -18,7 +18,7 @@ from resume_helpers import assert_same_rounds
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash, run_id
 from fedbench.training import signals
-from fedbench.training.checkpoint import FILE, MAX_SHARE, Checkpointer, Policy
+from fedbench.training.checkpoint import FILE, MAX_SHARE, Checkpointer, Policy, read_state, sealed
 from fedbench.training.runner import train
 
 NEVER = Policy(rounds=0, minutes=0)
@@ -179,8 +179,33 @@ def _hostile(folder, tmp_path):
         pickle.dump({"format": 1, "payload": Payload(tmp_path / "pwned")}, f)
 
 
+def _rewritten(folder, change, keep_hash: bool):
+    """The checkpoint with `change` made to its state (its SHA-256 kept, or made anew)."""
+    outer = torch.load(folder / FILE, weights_only=True)
+    state = read_state(folder / FILE)
+    change(state)
+    new = sealed(state)
+    if keep_hash:
+        new["sha256"] = outer["sha256"]
+    torch.save(new, folder / FILE)
+
+
+def _rows_edited(folder, tmp_path):  # records changed after writing: the hash says so
+    _rewritten(folder, lambda s: s["rows"][-1].update(test_acc=0.99), keep_hash=True)
+
+
+def _nan_weights(folder, tmp_path):  # a well-formed file whose model is not finite
+    _rewritten(folder, lambda s: s["w"].__setitem__(0, float("nan")), keep_hash=False)
+
+
+def _format_1(folder, tmp_path):  # an older fedbench's checkpoint: the state itself, unhashed
+    torch.save({**read_state(folder / FILE), "format": 1}, folder / FILE)
+
+
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # the hostile file's own pickle
-@pytest.mark.parametrize("damage", [_garbage, _foreign, _link, _hostile])
+@pytest.mark.parametrize(
+    "damage", [_garbage, _foreign, _link, _hostile, _rows_edited, _nan_weights, _format_1]
+)
 def test_a_checkpoint_that_cannot_be_resumed_starts_the_run_afresh(
     tmp_path, one_thread, damage, caplog
 ):
@@ -236,7 +261,7 @@ def test_a_checkpoint_holds_the_models_of_its_round(tmp_path, one_thread):
     """The checkpoint after round 2 holds the global model a 2-round run ends with."""
     with pytest.raises(Stop):
         train(tiny(rounds="5"), tmp_path / "r", on_round=stop_at(3), checkpoint=EVERY)
-    state = torch.load(tmp_path / "r" / run_id(tiny(rounds="5")) / FILE, weights_only=True)
+    state = read_state(tmp_path / "r" / run_id(tiny(rounds="5")) / FILE)
     assert state["round"] == 2 and len(state["rows"]) == 3
     from fedbench.training.engine import Engine
 
@@ -244,3 +269,33 @@ def test_a_checkpoint_holds_the_models_of_its_round(tmp_path, one_thread):
     for r in (1, 2):
         eng.run_round(r)
     assert torch.equal(state["w"], eng.w)
+
+
+def test_a_checkpoint_folder_is_refused_and_the_run_starts_from_round_0(
+    tmp_path, one_thread, caplog
+):
+    cfg = tiny(rounds="6")
+    folder = _interrupted(tmp_path, cfg)
+    (folder / FILE).unlink()
+    (folder / FILE).mkdir()
+    with caplog.at_level(logging.WARNING, logger="fedbench"):
+        meta, _ = train(cfg, tmp_path / "r", checkpoint=EVERY)
+    assert meta["status"] == "complete" and "resumed" not in meta
+    assert "a folder, not a checkpoint file; delete it" in caplog.text and "round 0" in caplog.text
+    assert (folder / FILE).is_dir()  # not ours to delete
+    assert_same_rounds(folder, clean_run(tmp_path, cfg))
+
+
+@pytest.mark.parametrize("error", [RuntimeError("PytorchStreamWriter failed writing file"),
+                                   OSError(28, "No space left on device")])  # fmt: skip
+def test_a_checkpoint_that_cannot_be_written_is_a_warning(tmp_path, one_thread, caplog,
+                                                          monkeypatch, error):  # fmt: skip
+    def full(obj, f, *a, **k):
+        raise error
+
+    monkeypatch.setattr("fedbench.training.checkpoint.torch.save", full)
+    with caplog.at_level(logging.WARNING, logger="fedbench"):
+        meta, _ = train(tiny(rounds="3"), tmp_path, checkpoint=EVERY)
+    assert meta["status"] == "complete"
+    assert "no checkpoint of round 1" in caplog.text and "Traceback" not in caplog.text
+    assert not list(tmp_path.rglob(".checkpoint.pt*"))

@@ -136,7 +136,23 @@ BAD = [
     (PLUGIN.replace('"help": "step scale"', '"helpx": 1'), "parameter 'scale' needs metadata help"),
     (PLUGIN.replace('name = "half_sgd"', 'name = "fedavg"'), "method name 'fedavg' is already"),
     (PLUGIN.replace('"blobs", natural', '"mnist", natural'), "dataset name 'mnist' is already"),
+    ("import sys\nsys.exit(0)\n", "called sys.exit(0) while being imported"),
+    ("import sys\nsys.exit('text')\n", "called sys.exit('text') while being imported"),
+    ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt while being imported"),
 ]
+
+
+@pytest.mark.parametrize("source", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])
+def test_a_plugin_ending_the_process_at_import_is_one_line_exit_2(source, tmp_path):
+    path = tmp_path / "quits.py"
+    path.write_text(source)
+    for env in ({}, {plugins.ENV: str(path)}):
+        args = [] if env else ["--plugin", str(path)]
+        r = subprocess.run([sys.executable, "-m", "fedbench", "methods", *args],
+                           capture_output=True, text=True, env={**os.environ, **env})  # fmt: skip
+        lines = (r.stdout + r.stderr).strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, (r.returncode, lines)
+        assert str(path.resolve()) in lines[0], lines
 
 
 @pytest.mark.parametrize("source,needle", BAD)

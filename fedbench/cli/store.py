@@ -43,7 +43,7 @@ def _folder_records(results, on_error):
               "shipped) instead of the whole results folder.")  # fmt: skip
 @opt.selection
 @opt.calibrated()
-@click.option("--out", required=True, type=click.Path(), help="Folder for runs.parquet and "
+@click.option("--out", required=True, type=opt.FolderPath(), help="Folder for runs.parquet and "
               "rounds.parquet.")  # fmt: skip
 @opt.on_error(help="A run with a corrupt file: stop with its name, or leave it out.")
 def export(table_name, dataset, seeds, preset, sets, results, calibrated, out, on_error):
@@ -90,7 +90,7 @@ def export(table_name, dataset, seeds, preset, sets, results, calibrated, out, o
               type=click.Path(), help="The table files --every-table reads.")  # fmt: skip
 @click.option("--group", help="The store's group to add to (default: the table's file name, "
               "e.g. tau_fmnist; `runs` for --run).")  # fmt: skip
-@click.option("--store", "store_dir", type=click.Path(), help="The store (default: "
+@click.option("--store", "store_dir", type=opt.FolderPath(), help="The store (default: "
               "results/shipped of this source tree, or $FEDBENCH_STORE).")  # fmt: skip
 @opt.on_error(help="A run with a corrupt file: stop with its name, or leave it out.")
 def publish(table_name, dataset, seeds, preset, sets, results, calibrated, run_ids, every_table,

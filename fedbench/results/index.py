@@ -530,6 +530,8 @@ class RunIndex:
 
 def rounds_damage(rec: RunRecord, e: Exception) -> str:
     """The one line for a run's rounds.parquet that cannot be read."""
+    if rec.shipped and isinstance(e, FedbenchError):  # the store named its file already
+        return str(e)
     why = e.why if isinstance(e, Refused) else f"is corrupt or truncated ({_first_line(e)})"
     return f"{rec.rounds_path} {why}; rerun it or delete {rec.run_dir}"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fedbench.atomic import refuse_links
 from fedbench.errors import FedbenchError
-from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store, read_table
+from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store
 from fedbench.safe_read import read_bytes
 
 
@@ -33,6 +33,8 @@ def _publish_locked(index, records, root: Path, group: str, command: str) -> dic
     from fedbench.results.index import FINISHED, RunIndex
 
     store = Store(root)
+    if os.path.lexists(root / group / "runs.parquet"):
+        store.runs_table(group)  # a damaged target group: its one line, before any other
     shipped = RunIndex(root / ".none", must_exist=False, shipped=store)  # keys as computed now
     have = {(r.key, r.fingerprint) for r in shipped.records()}
     ids = {r["run_id"]: r["data_fingerprint"] for _, r in store.rows()}
@@ -54,12 +56,9 @@ def _publish_locked(index, records, root: Path, group: str, command: str) -> dic
     refuse_links(folder, root)
     if os.path.lexists(folder / "runs.parquet"):
         # a group shipped before a config field existed: its rows get nulls (= the default)
-        runs = pa.concat_tables(
-            [read_table(folder / "runs.parquet"), runs], promote_options="default"
-        )
-        rounds = pa.concat_tables(
-            [read_table(folder / "rounds.parquet"), rounds], promote_options="default"
-        )
+        old_runs = store.runs_table(group)  # checked: named if damaged
+        runs = pa.concat_tables([old_runs, runs], promote_options="default")
+        rounds = pa.concat_tables([store.rounds_file(group), rounds], promote_options="default")
     runs = runs.sort_by("run_id")
     rounds = rounds.sort_by([("run_id", "ascending"), ("round", "ascending")])
     _write_within_budget(store, folder, runs, rounds, command)

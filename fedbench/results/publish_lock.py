@@ -89,6 +89,8 @@ def _holder(path: Path) -> str:
 def _stale(path: Path) -> bool:
     from fedbench.results.locks import _pid_alive, _proc_start
 
+    if path.is_symlink() or path.is_dir():
+        raise FedbenchError(f"{path} is not a lock file fedbench wrote; delete it")
     info = _read(path)
     if not info:
         try:

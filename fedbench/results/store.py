@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 STORE_ENV = "FEDBENCH_STORE"
 SIZE_BUDGET = 50 * 1024 * 1024  # bytes, the whole store
 CALIBRATION = "calibration"
+# the runs.parquet columns a shipped run is read from (fedbench.results.export.meta_from_row)
+RUNS_COLUMNS = ("run_id", "config_hash", "method_version", "status", "method", "dataset",
+                "method_params", "schema_version")  # fmt: skip
 GENERATION = "generation"  # a publish's token, in both files' metadata (fedbench.generation)
 
 
@@ -60,35 +63,61 @@ class Store:
         return sorted(p.name for p in self.root.iterdir() if os.path.lexists(p / "runs.parquet"))
 
     def rows(self) -> list[tuple[str, dict]]:
-        """(group, runs-table row) of every shipped run."""
+        """(group, runs-table row) of every shipped run. A group whose runs.parquet is damaged
+        is left out with one warning line naming the file (commands that need other groups go
+        on; `fedbench publish` into it refuses)."""
         if self._runs is None:
             self._runs = []
             for g in self.groups():
-                path = self.root / g / "runs.parquet"
                 try:
-                    table = read_table(path)
-                    rows = table.to_pylist()
-                except Exception as e:
-                    first = (str(e).splitlines() or [type(e).__name__])[0]
-                    raise FedbenchError(
-                        f"shipped store file {path} is unreadable ({first}); restore it from git "
-                        f"(git checkout -- {path}) or set {STORE_ENV}=none"
-                    ) from None
+                    table = self.runs_table(g)
+                except FedbenchError as e:
+                    _warn_once(str(e))
+                    continue
                 self._generation[g] = generation(table)
-                self._runs += [(g, r) for r in rows]
+                self._runs += [(g, r) for r in table.to_pylist()]
         return self._runs
+
+    def runs_table(self, group: str) -> pa.Table:
+        """A group's runs.parquet, checked: readable, with the columns a run is read from."""
+        path = self.root / group / "runs.parquet"
+        table = self._read(path)
+        missing = [c for c in RUNS_COLUMNS if c not in table.column_names]
+        if missing:
+            raise FedbenchError(
+                f"shipped store file {path} lacks the column(s) {', '.join(missing)} (not written "
+                f"by fedbench publish); {_restore(path)}"
+            )
+        return table
+
+    def _read(self, path: Path) -> pa.Table:
+        try:
+            return read_table(path)
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise FedbenchError(
+                f"shipped store file {path} is unreadable ({first}); {_restore(path)}"
+            ) from None
 
     def rounds(self, group: str, run_id: str) -> pa.Table:
         import pyarrow.compute as pc
 
         if group not in self._rounds:
-            self._rounds[group] = self._read_rounds(group)
+            self._rounds[group] = self.rounds_file(group)
         t = self._rounds[group]
         return t.filter(pc.equal(t.column("run_id"), run_id))
 
-    def _read_rounds(self, group: str) -> pa.Table:
+    def rounds_file(self, group: str) -> pa.Table:
+        """A group's rounds.parquet, checked: readable, run_id and round, from the same
+        publish as its runs.parquet."""
         path = self.root / group / "rounds.parquet"
-        table = read_table(path)
+        table = self._read(path)
+        missing = [c for c in ("run_id", "round") if c not in table.column_names]
+        if missing:
+            raise FedbenchError(
+                f"shipped store file {path} lacks the column(s) {', '.join(missing)}; "
+                f"{_restore(path)}"
+            )
         ours, theirs = self._generation.get(group), generation(table)
         if ours and theirs and ours != theirs:  # a publish killed between its two renames
             raise FedbenchError(
@@ -108,6 +137,22 @@ class Store:
         if self.root is None or not self.root.is_dir():
             return 0
         return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+
+
+def _restore(path: Path) -> str:
+    return f"restore it from git (git checkout -- {path}) or set {STORE_ENV}=none"
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(line: str) -> None:
+    """A damaged store file, said once per process on stderr (read by many commands)."""
+    import sys
+
+    if line not in _WARNED:
+        _WARNED.add(line)
+        print(f"warning: {line}; its runs are left out", file=sys.stderr)
 
 
 def generation(table: pa.Table) -> bytes | None:

@@ -97,7 +97,7 @@ def execute_run(
         signals.request(getattr(e, "signum", signal.SIGINT))
     except Exception as e:
         out.error = (f"{type(e).__name__}: {e}".strip().splitlines() or ["error"])[0]
-        out.recorded = getattr(e, "recorded", True)
+        out.recorded = getattr(e, "recorded", False)  # set only where its run.json was written
     out.seconds = time.perf_counter() - t0
     return dataclasses.asdict(out)
 

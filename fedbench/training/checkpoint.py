@@ -11,7 +11,10 @@ data fingerprint) and the fedbench and torch versions are stored too: a checkpoi
 else is not resumed (the run starts from round 0, with a warning).
 
 File: <run folder>/checkpoint.pt, written atomically (fedbench.atomic) by torch.save and read by
-torch.load(weights_only=True), so loading runs no code from a file in results/. It is removed
+torch.load(weights_only=True), so loading runs no code from a file in results/. The state is
+kept as the bytes of its own torch.save with their SHA-256 beside them: a file whose bytes do not
+match, or whose model holds a NaN or inf, is not resumed. A checkpoint that cannot be written
+(a full disk: OSError, or torch's RuntimeError) is a warning; the run goes on without. It is removed
 when the run finishes (complete or diverged); an interrupted or failed run keeps it, and the next
 `fedbench train` / `fedbench sweep` of that config resumes from it (--overwrite starts afresh).
 
@@ -41,7 +44,7 @@ from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 
 FILE = "checkpoint.pt"
-FORMAT = 1
+FORMAT = 2  # 2: the state saved as bytes under their SHA-256 (1, unhashed, is not resumed)
 MINUTES = 2.0  # default time between checkpoints
 MAX_SHARE = 0.05  # at most this share of a run's time goes to writing checkpoints
 
@@ -150,7 +153,6 @@ class Checkpointer:
             self.refused = True
             return False
         state = {
-            "format": FORMAT,
             **_identity(self.cfg, eng),
             "device_name": device_name(eng.device),
             "round": progress.round,
@@ -166,9 +168,10 @@ class Checkpointer:
             "resumed": list(progress.resumed),
         }
         try:
-            atomic_write_with(self.path, lambda f: torch.save(state, f))
-        except OSError as e:  # a full disk, say: the run goes on; its records will tell
-            log.warning("%s: no checkpoint of round %d (%s)", self.path, progress.round, e)
+            atomic_write_with(self.path, lambda f: torch.save(sealed(state), f))
+        except (OSError, RuntimeError) as e:  # a full disk (torch says RuntimeError): go on
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            log.warning("%s: no checkpoint of round %d (%s)", self.path, progress.round, why)
             self.last = time.monotonic()
             return False
         self.saved_round = progress.round
@@ -177,7 +180,7 @@ class Checkpointer:
         return True
 
     def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
+        remove(self.path.parent)
 
 
 PLAIN = (bool, int, float, str, type(None), torch.Tensor)
@@ -192,8 +195,28 @@ def _not_plain(obj) -> str | None:
     return None if type(obj) in PLAIN or isinstance(obj, torch.Tensor) else type(obj).__name__
 
 
+def sealed(state: dict) -> dict:
+    """The file's content: the state's torch.save bytes (a uint8 tensor) and their SHA-256."""
+    import hashlib
+    import io
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    data = buf.getvalue()
+    payload = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return {"format": FORMAT, "sha256": hashlib.sha256(data).hexdigest(), "payload": payload}
+
+
+def read_state(path: Path, device="cpu") -> dict:
+    """The state a checkpoint file holds, checked against its SHA-256 (ValueError if not)."""
+    return _load(Path(path), device)
+
+
 def remove(run_dir: Path) -> None:
-    (Path(run_dir) / FILE).unlink(missing_ok=True)
+    """Delete the run's checkpoint file (a folder of that name is not ours: left, warned)."""
+    path = Path(run_dir) / FILE
+    if not path.is_dir() or path.is_symlink():
+        path.unlink(missing_ok=True)
 
 
 def resume(run_dir: Path, cfg: RunConfig, eng) -> Progress | None:
@@ -204,6 +227,10 @@ def resume(run_dir: Path, cfg: RunConfig, eng) -> Progress | None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):  # never deleted (not ours); no checkpoint is written there
+        log.warning("%s: not resumed (a folder, not a checkpoint file; delete it); the run "
+                    "starts again from round 0", path)  # fmt: skip
         return None
     try:
         if not stat.S_ISREG(info.st_mode):
@@ -220,12 +247,26 @@ def resume(run_dir: Path, cfg: RunConfig, eng) -> Progress | None:
 
 
 def _load(path: Path, device) -> dict:
+    import hashlib
+    import io
+
     from fedbench.safe_read import CHECKPOINT_CAP, open_regular
 
     with open_regular(path, CHECKPOINT_CAP) as f:
-        state = torch.load(f, map_location=device, weights_only=True)
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise ValueError(f"not a fedbench checkpoint of format {FORMAT}")
+        outer = torch.load(f, map_location="cpu", weights_only=True)
+    if not isinstance(outer, dict) or outer.get("format") != FORMAT:
+        got = outer.get("format") if isinstance(outer, dict) else None
+        raise ValueError(f"not a fedbench checkpoint of format {FORMAT}" + (
+            f" (format {got!r}, from an older fedbench)" if got is not None else ""))  # fmt: skip
+    payload = outer.get("payload")
+    if not (isinstance(payload, torch.Tensor) and payload.dtype == torch.uint8):
+        raise ValueError("it holds no state")
+    data = payload.numpy().tobytes()
+    if hashlib.sha256(data).hexdigest() != outer.get("sha256"):
+        raise ValueError("its content does not match its SHA-256 (changed after it was written)")
+    state = torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError("its state is not a fedbench checkpoint's")
     return state
 
 
@@ -244,6 +285,9 @@ def _restore(state: dict, cfg: RunConfig, eng) -> Progress:
     method_state = state.get("method")
     if not isinstance(method_state, dict):
         raise ValueError("no method state")
+    for name, t in (("model", w), ("buffers", buffers), *method_state.items()):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(t.isfinite().all()):
+            raise ValueError(f"its {name} holds a NaN or inf")
     eng.method.load_state_dict(method_state)  # checks names and shapes (FedbenchError)
     eng.w, eng.buffers = w.to(eng.device), buffers.to(eng.device)
     if state.get("device_name") != device_name(eng.device):

@@ -1,0 +1,85 @@
+"""A damaged shipped-store file (wrong columns, truncated) is one line naming the file, what is
+wrong and what to do; commands that do not need that group go on. The store is made by
+`fedbench publish` from real `fedbench sweep` runs."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import invoke
+
+import fedbench
+from fedbench.results.store import STORE_ENV
+
+TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
+        "--set", "eval_train=false"]  # fmt: skip
+SWEEP = ["sweep", "--methods", "fedavg,fedprox", "--seeds", "0", *TINY, "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """R: two real runs; S: a store with group a (the fedavg run) and group b (fedprox)."""
+    base = tmp_path_factory.mktemp("damage")
+    res, store = base / "R", base / "S"
+    assert invoke(*SWEEP, "--quiet", "--results", res).exit_code == 0
+    names = sorted(p.name for p in res.iterdir() if (p / "run.json").is_file())
+    for group, name in zip("ab", names):
+        r = invoke("publish", "--run", name, "--group", group, "--results", res, "--store", store)
+        assert r.exit_code == 0, r.output
+    return res, store, names
+
+
+@pytest.fixture
+def store(made, tmp_path, monkeypatch):
+    import shutil
+
+    res, store, names = made
+    copy = tmp_path / "S"
+    shutil.copytree(store, copy)
+    monkeypatch.setenv(STORE_ENV, str(copy))
+    monkeypatch.setattr("fedbench.results.store._DEFAULT", {})
+    return res, copy, names
+
+
+def drop_column(path, column):
+    pq.write_table(pq.read_table(path).drop([column]), path)
+
+
+def truncate(path):
+    path.write_bytes(path.read_bytes()[:300])
+
+
+def test_a_group_with_wrong_columns_is_named_and_the_others_are_read(store, tmp_path):
+    res, s, (fedavg_run, fedprox_run) = store
+    drop_column(s / "a" / "runs.parquet", "method_params")
+    r = invoke(*SWEEP, "--dry-run", "--results", tmp_path / "empty")
+    assert r.exit_code == 0, r.output
+    warning = [ln for ln in r.output.splitlines() if "runs.parquet" in ln]
+    assert len(warning) == 1 and str(s / "a" / "runs.parquet") in warning[0], r.output
+    assert "lacks the column(s) method_params" in warning[0] and "git checkout" in warning[0]
+    assert "1 already done, 1 to run" in r.output  # group b's run is still shipped
+    runs, _ = fedbench.load_runs(tmp_path / "empty", shipped=True)
+    assert list(runs["run_id"]) == [fedprox_run]
+
+
+def test_publish_into_a_damaged_group_is_refused_naming_the_file(store):
+    res, s, names = store
+    drop_column(s / "a" / "runs.parquet", "method_params")
+    truncate(s / "b" / "rounds.parquet")
+    for group, bad in (("a", "a/runs.parquet"), ("b", "b/rounds.parquet")):
+        r = invoke("publish", *[x for n in names for x in ("--run", n)], "--group", group,
+                   "--results", res, "--store", s)  # fmt: skip
+        assert r.exit_code == 2, r.output
+        error = r.output.strip().splitlines()[-1]
+        assert error.startswith("Error: shipped store file") and str(s / bad) in error, error
+        assert "Traceback" not in r.output and "KeyError" not in r.output
+
+
+def test_a_truncated_rounds_file_is_named_where_its_rounds_are_read(store, tmp_path):
+    res, s, (fedavg_run, _) = store
+    truncate(s / "a" / "rounds.parquet")
+    r = invoke("publish", "--run", fedavg_run, "--group", "c", "--results", res, "--store", s)
+    assert r.exit_code == 0 and "0 run(s) added, 1 already shipped" in r.output, r.output
+    with pytest.warns(UserWarning, match=r"a/rounds.parquet is unreadable"):
+        runs, rounds = fedbench.load_runs(tmp_path / "empty", shipped=True)
+    assert len(runs) == 1 and set(rounds["run_id"]) == set(runs["run_id"])
