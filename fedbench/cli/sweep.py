@@ -364,7 +364,7 @@ def execute(plan, executor, a: SweepArgs, label: str, level: str) -> None:
             _print_summary(e.report)
             click.echo(
                 f"interrupted ({signals.signal_name(e)}): the runs stopped are recorded "
-                "interrupted; run the same sweep again to resume them",
+                "interrupted; run the same command again to resume them",
                 err=True,
             )
             e.reported = True
