@@ -168,8 +168,21 @@ def _print_paper_table(result, fit_line: str | None) -> None:
         c.print(fit_line, highlight=False, markup=False, soft_wrap=True)
     c.print(rich_paper_table(result))
     notes = [line for line in table_notes(result) if not line.startswith("skipped: ")]
-    for line in notes + claim_lines(result):
+    width = c.width if c.is_terminal else 80  # console() is 240 wide off a terminal
+    claims = [wrapped(line, width) for line in claim_lines(result)]
+    for line in notes + claims:
         c.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def wrapped(line: str, width: int) -> str:
+    """A claim line wrapped at `width`, continued under its text (the Markdown files keep each
+    claim on one line)."""
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.fill(
+        line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
