@@ -80,7 +80,9 @@ executor_options = opt.together(
 
 @click.command()
 @opt.table_name(help="Run what this paper table needs (see fedbench table).")
-@click.option("--file", "sweep_file", type=click.Path(), help="TOML sweep file (docs/usage.md, Sweeps).")
+@click.option(
+    "--file", "sweep_file", type=click.Path(), help="TOML sweep file (docs/usage.md, Sweeps)."
+)
 @opt.preset(help="Named paper setting the grid starts from.")
 @opt.config_file()
 @click.option(
