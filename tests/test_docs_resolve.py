@@ -14,6 +14,7 @@ import pytest
 from conftest import invoke
 
 from fedbench.cli import cli
+from fedbench.testing import registries_restored
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
@@ -115,8 +116,9 @@ def test_the_plugin_readme_says_what_a_fresh_clone_prints(tmp_path, monkeypatch)
     monkeypatch.setenv("FEDBENCH_STORE", str(ROOT / "results" / "shipped"))
     readme = " ".join((ROOT / "examples" / "fedavg_l1" / "README.md").read_text().split())
     plugin = ROOT / "examples" / "fedavg_l1" / "fedavg_l1.py"
-    r = invoke("table", "stragglers", "--dataset", "synthetic-1-1", "--plugin", plugin,
-               "--add-method", "fedavg_l1", "--results", tmp_path / "none")  # fmt: skip
+    with registries_restored():  # the plugin's method leaves with it
+        r = invoke("table", "stragglers", "--dataset", "synthetic-1-1", "--plugin", plugin,
+                   "--add-method", "fedavg_l1", "--results", tmp_path / "none")  # fmt: skip
     assert r.exit_code == 0, r.output
     said = re.search(r"^claims: .*$", r.output, re.M).group(0)
     assert said == "claims: 0 of 4 reproduced, 0 not reproduced, 4 inconclusive"
