@@ -52,8 +52,8 @@ def method_param(key: str, raw: Any) -> Any:
     method (validate_config checks it against the run's method, which may be set later)."""
     if not any(key in {f.name for f in fields(m.Params)} for m in METHODS.values()):
         raise FedbenchError(
-            f"unknown key {key!r}: not a config field (see README) nor a parameter of any "
-            "method (see fedbench methods)"
+            f"unknown key {key!r}: not a config field (docs/usage.md, Configuration) nor a "
+            "parameter of any method (see fedbench methods)"
         )
     value = parse_param_text(raw) if isinstance(raw, str) else raw
     check_param_value(key, value)

@@ -219,17 +219,24 @@ def start_value(cell, seed: int, sel, param: str) -> float:
     return float(v)
 
 
-def evaluate_point(cell, sel, param: str, x: float, seeds, executor, quiet: bool) -> Point:
+def evaluate_point(
+    cell, sel, param: str, x: float, seeds, executor, quiet: bool, run_plan=None
+) -> Point:
     """Run (or find) the anchor's runs at param = x, one per seed; reduce each with the cell's
     metric. A seed that never reaches the target or diverges counts as inf (-inf for a metric
-    where higher is better)."""
+    where higher is better). run_plan(plan, label): how to run them (the CLI's: the sweep's
+    progress lines, summary and signal handling); default run_sweep with `executor`."""
     from fedbench.results import RunIndex
     from fedbench.sweep import plan_sweep, run_sweep
     from fedbench.tables import METRICS, cell_config
 
     sets = {**sel.sets, param: x}
     configs = [cell_config(cell, s, sel.preset, sets) for s in seeds]
-    run_sweep(plan_sweep(configs, sel.results), sel.results, executor, quiet, f"{param}={x:g}")
+    plan, label = plan_sweep(configs, sel.results), f"{param}={x:g}"
+    if run_plan is not None:
+        run_plan(plan, label)
+    else:
+        run_sweep(plan, sel.results, executor, quiet, label)
     index = RunIndex(sel.results, on_error="skip", must_exist=False)
     metric = METRICS[cell.metric]
     worst = -math.inf if metric.higher_is_better else math.inf
@@ -258,6 +265,7 @@ def calibrate(
     start: float | None = None,
     executor=None,
     quiet: bool = False,
+    run_plan=None,
     **search_kw: Any,
 ) -> dict:
     """Fit `param` on the anchor cell, save the fit (atomically) and return it."""
@@ -277,7 +285,7 @@ def calibrate(
     seeds = tuple(sel.seeds if sel.seeds is not None else (cell.seeds or spec.seeds))
     x0 = start if start is not None else start_value(cell, seeds[0], sel, param)
     res = search(
-        lambda x: evaluate_point(cell, sel, param, x, seeds, executor, quiet),
+        lambda x: evaluate_point(cell, sel, param, x, seeds, executor, quiet, run_plan),
         x0,
         target,
         **search_kw,

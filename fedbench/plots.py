@@ -38,12 +38,16 @@ def series_styles(n: int) -> list[dict]:
     ]
 
 
-def _legend(ax, n: int, **kw) -> None:
+def _legend(ax, n: int, longest: int = 0, **kw) -> None:
     """A legend that stays readable: beside the axes and in columns when there are many
-    (savefig's bbox_inches="tight" keeps it in the file)."""
+    entries, below the axes when an entry is long (`longest` characters: it would cover the
+    curves); savefig's bbox_inches="tight" keeps it in the file."""
     if n > 8:
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   ncol=1 + (n - 1) // 30, **kw)  # fmt: skip
+    elif longest > 28:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
+                  ncol=1 if longest > 45 else 2, **kw)  # fmt: skip
     else:
         ax.legend(fontsize=7, **kw)
 
@@ -91,13 +95,14 @@ def plot_curves(
     shown = varying_fields([rec.meta for rec, _ in series], always=("method", "seed"))
     series.sort(key=lambda item: run_order(item[0].meta, shown))
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for (rec, line), style in zip(series, series_styles(len(series))):
-        ax.plot(line["round"], line[metric], label=run_label(rec.meta, shown), lw=1.4, **style)
+    labels = [run_label(rec.meta, shown) for rec, _ in series]
+    for (_, line), style, label in zip(series, series_styles(len(series)), labels):
+        ax.plot(line["round"], line[metric], label=label, lw=1.4, **style)
     ax.set_xlabel("round")
     ax.set_ylabel(metric.replace("_", " "))
     ax.grid(alpha=0.3)
     if series:
-        _legend(ax, len(series))
+        _legend(ax, len(series), max(map(len, labels)))
     _tight(fig)
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]

@@ -97,8 +97,8 @@ def _value(name: str, text: str) -> Any:
         return coerce_field(name, text)
     if name not in _method_param_names():
         raise FedbenchError(
-            f"{name} is not a config field (see README), a method parameter (see fedbench "
-            "methods) or status"
+            f"{name} is not a config field (docs/usage.md, Configuration), a method parameter "
+            "(see fedbench methods) or status"
         )
     value = parse_param_text(text)
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value

@@ -75,13 +75,12 @@ def calibrate(
       fedbench table tau --dataset fmnist --calibrated
     """
     from fedbench.calibrate import calibrate as fit_param
-    from fedbench.sweep import make_executor
     from fedbench.tables import get_table
 
     spec = get_table(table_name)
     sel = make_selection(dataset, seeds, preset, sets, results)
-    executor = make_executor("local", jobs, threads)
-    fit = fit_param(spec, sel, anchor, param, col=col, executor=executor, quiet=quiet, **search)
+    run_plan = plan_runner(results, jobs, threads, "warning" if quiet else "info")
+    fit = fit_param(spec, sel, anchor, param, col=col, quiet=quiet, run_plan=run_plan, **search)
     for p in fit["points"]:
         seeds_txt = ", ".join(f"{v:g}" for v in p["per_seed"])
         click.echo(f"  {param} = {p['value']:<10g} -> {p['mean']:g} ({seeds_txt})")
@@ -91,6 +90,22 @@ def calibrate(
         f"(target {fit['target']:g}, {fit['target_source']}); {fit['runs_spent']} runs over "
         f"{len(fit['points'])} values; wrote {fit['path']}"
     )
+
+
+def plan_runner(results: str, jobs: int, threads, level: str):
+    """Each point's runs as `fedbench sweep` runs them (cli.sweep.execute): its progress lines,
+    checkpoints (resumed when calibrate runs again) and summary; Ctrl-C / SIGTERM stop them at a
+    round's end, recorded `interrupted`, claims released."""
+    from types import SimpleNamespace
+
+    from fedbench.cli.sweep import execute
+    from fedbench.sweep import make_executor
+    from fedbench.training.checkpoint import Policy
+
+    policy = Policy.from_env(None, None).to_dict()
+    executor = make_executor("local", jobs, threads, checkpoint=policy)
+    where = SimpleNamespace(results=results)  # what execute reads of the sweep's options
+    return lambda plan, label: execute(plan, executor, where, f"calibrate {label}", level)
 
 
 COMMANDS = [calibrate]

@@ -80,7 +80,9 @@ executor_options = opt.together(
 
 @click.command()
 @opt.table_name(help="Run what this paper table needs (see fedbench table).")
-@click.option("--file", "sweep_file", type=click.Path(), help="TOML sweep file (see README).")
+@click.option(
+    "--file", "sweep_file", type=click.Path(), help="TOML sweep file (docs/usage.md, Sweeps)."
+)
 @opt.preset(help="Named paper setting the grid starts from.")
 @opt.config_file()
 @click.option(
@@ -364,7 +366,7 @@ def execute(plan, executor, a: SweepArgs, label: str, level: str) -> None:
             _print_summary(e.report)
             click.echo(
                 f"interrupted ({signals.signal_name(e)}): the runs stopped are recorded "
-                "interrupted; run the same sweep again to resume them",
+                "interrupted; run the same command again to resume them",
                 err=True,
             )
             e.reported = True

@@ -168,8 +168,21 @@ def _print_paper_table(result, fit_line: str | None) -> None:
         c.print(fit_line, highlight=False, markup=False, soft_wrap=True)
     c.print(rich_paper_table(result))
     notes = [line for line in table_notes(result) if not line.startswith("skipped: ")]
-    for line in notes + claim_lines(result):
+    width = c.width if c.is_terminal else 80  # console() is 240 wide off a terminal
+    claims = [wrapped(line, width) for line in claim_lines(result)]
+    for line in notes + claims:
         c.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def wrapped(line: str, width: int) -> str:
+    """A claim line wrapped at `width`, continued under its text (the Markdown files keep each
+    claim on one line)."""
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.fill(
+        line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
@@ -232,8 +245,11 @@ def _table_summary(results, fmt, out, on_error, strict=False, flt=None):
     stacked = int((df["stack_size"] > 1).sum())
     df = summary_columns(df, [metas[r] for r in df["run_id"]])
     if fmt == "rich":
+        df, same = varying_columns(df)
         title = f"runs in {results}" + (f" with {flt.describe()}" if flt else "")
-        console().print(rich_table(df, title=title))
+        table = rich_table(df, title=title + (f"; all with {same}" if same else ""))
+        table.columns[0].no_wrap = True  # run ids whole: other columns wrap instead
+        console().print(table)
     else:
         cmd = "fedbench table summary" + (f" --results {results}" if results != "results" else "")
         cmd += f" {flt.options()}" if flt else ""
@@ -245,6 +261,24 @@ def _table_summary(results, fmt, out, on_error, strict=False, flt=None):
             f"note: {stacked} run(s) trained in stacks (run.json stack_size > 1): their "
             "seconds include waiting for their stack-mates, not one run's time"
         )
+
+
+def varying_columns(df):
+    """The summary's columns that differ among its rows (all of them for one run), and the
+    others as text, `status complete, seed 0` (the terminal's table only: files keep all)."""
+    import json
+
+    from fedbench.tables import fmt_cell
+
+    if len(df) < 2:
+        return df, ""
+    same = [c for c in df.columns[1:] if df[c].map(fmt_cell).nunique() == 1]
+    text = ", ".join(f"{c} {fmt_cell(df[c].iloc[0])}" for c in same)
+    df = df.drop(columns=same)
+    if "method_params" in df:  # its parameters that vary have columns of their own
+        keys = {k for v in df["method_params"] for k in (json.loads(v) if v else {})}
+        df = df.drop(columns="method_params") if keys <= set(df.columns) else df
+    return df, text
 
 
 def summary_columns(df, metas: list[dict]):

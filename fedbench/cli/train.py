@@ -52,7 +52,7 @@ def train(preset, config_file, method, rounds, seed, data_dir, device, sets, res
       fedbench train
       fedbench train --preset fedlga-fmnist --method fedavg --rounds 30 --seed 0
       fedbench train --preset fedprox-synthetic --method fedprox --set mu=1 --set s=0.9
-      fedbench train --config my_run.toml --set lr=0.03
+      fedbench train --config examples/run.toml --set lr=0.03
       fedbench train --preset fedlga-fmnist > log 2>&1   # a progress line every 10 s
     """
     from fedbench.assembly import build_config

@@ -247,7 +247,7 @@ RUN_KEYS = (
     ("config", "object", "every config field (fedbench.config.RunConfig), method_params inside"),
     ("config_hash", "str", "the run's identity: fedbench.identity.config_hash"),
     ("method_version", "int", "the method's behaviour version, part of the identity"),
-    ("status", "str", "running | complete | diverged | failed"),
+    ("status", "str", "running | complete | diverged | failed | interrupted"),
     ("error", "str", "the error's first line (failed runs); null otherwise"),
     (
         "stopped_at_target",

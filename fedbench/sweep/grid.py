@@ -58,8 +58,8 @@ def _grid_key_applies(key: str, method: str, methods: list[str]) -> bool:
         return True
     if not any(name in method_param_names(m) for m in methods):
         raise FedbenchError(
-            f"unknown field {key!r} in --grid: not a config field (see README) nor a parameter "
-            f"of {', '.join(methods)} (see fedbench methods)"
+            f"unknown field {key!r} in --grid: not a config field (docs/usage.md, Configuration) "
+            f"nor a parameter of {', '.join(methods)} (see fedbench methods)"
         )
     return False
 
