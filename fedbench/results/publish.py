@@ -53,7 +53,10 @@ def _publish_locked(index, records, root: Path, group: str, command: str) -> dic
     folder = root / group
     refuse_links(folder, root)
     if os.path.lexists(folder / "runs.parquet"):
-        runs = pa.concat_tables([read_table(folder / "runs.parquet"), runs])
+        # a config field added since (a new column) is null in the older rows
+        runs = pa.concat_tables(
+            [read_table(folder / "runs.parquet"), runs], promote_options="default"
+        )
         rounds = pa.concat_tables(
             [read_table(folder / "rounds.parquet"), rounds], promote_options="default"
         )
