@@ -154,6 +154,9 @@ class RunConfig:
     stop_at_target: bool = False  # end the run at the first evaluation >= target_acc
     eval_every: int = 1
     eval_train: bool = False  # also evaluate the global model's loss on all training data
+    # also record local_acc: the participating devices' mean accuracy of their local models on
+    # their own training data after local training (FedSoftMax's smoothness curve)
+    eval_local: bool = False
     device: str = "auto"
     dtype: str = "float32"
     preset: str | None = None

@@ -265,3 +265,14 @@ def test_a_positive_skewed_quantity_is_compared_on_log_ratios():
     assert (
         got["rounds_to_target"][0] == INCONCLUSIVE and "mu0 - mu1: +" in got["rounds_to_target"][1]
     )
+
+
+def test_runtime_claims_are_not_testable_on_a_shared_machine():
+    """Seconds of runs made minutes apart under a changing load (drift > 10 %) cannot decide
+    gaps the paper puts at 3-6 %: both Table V claims are n/a (never counted), saying why."""
+    from fedbench.papers.fedlga import RUNTIME_CLAIMS
+
+    for claim in RUNTIME_CLAIMS:
+        v = claim.check(None)
+        assert v.outcome == "n/a" and v.ours.startswith("not testable on a shared machine: ")
+        assert "interleaved" in v.ours and "3-6 %" in v.ours

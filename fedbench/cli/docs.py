@@ -160,6 +160,29 @@ def _verdicts(place: Place) -> str:
     return _markdown(rows, pad=False) if rows else "(no paper-table files in tables/)"
 
 
+def _report_counts(place: Place) -> str:
+    """tables/REPORT.md's outcome table, the one source of the verdict counts (`fedbench table
+    report` decides them from the runs), and its totals."""
+    report = place.root / "tables" / "REPORT.md"
+    lines = report.read_text(errors="replace").splitlines() if report.is_file() else []
+    start = next((i for i, x in enumerate(lines) if x.startswith("| table |")), None)
+    if start is None:
+        return "(no tables/REPORT.md: run `fedbench table report`)"
+    rows = [x for x in lines[start:] if x.startswith("|")]
+    rows = rows[: next((i for i, x in enumerate(rows[2:], 2) if not x), len(rows))]
+    totals = [0, 0, 0, 0]
+    for row in rows[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for i, c in enumerate(cells[3:7]):
+            totals[i] += int(c) if c.isdigit() else 0
+    head = (
+        f"From the runs here: {totals[0]} reproduced, {totals[1]} not reproduced, "
+        f"{totals[2]} inconclusive, {totals[3]} n/a; '–': a table read from a file of an "
+        "earlier machine, no verdict counted (copied from REPORT.md by `fedbench docs --write`)."
+    )
+    return "\n".join([head, "", *rows])
+
+
 def short_scale(line: str | None) -> str:
     """A table file's scale line cut to its verdict and what differs from the paper:
     'cut: rounds 25 (paper 50); N 50; seeds 0 (paper 0,1,2)' -> 'cut: rounds 25 (paper 50);
@@ -213,13 +236,15 @@ GENERATORS = {
     "rounds-columns": _rounds_columns,  # docs/results-schema.md
     "runs-columns": _runs_columns,
     "run-json": _run_json,
+    "report-counts": _report_counts,  # tables/README.md
 }
 
 
 def doc_files(root: Path) -> list[Path]:
-    """The files that may hold generated sections: README.md and docs/*.md."""
+    """The files that may hold generated sections: README.md, docs/*.md, tables/README.md."""
     files = [root / "README.md"] if (root / "README.md").is_file() else []
-    return files + sorted((root / "docs").glob("*.md"))
+    tables = [root / "tables" / "README.md"] if (root / "tables" / "README.md").is_file() else []
+    return files + sorted((root / "docs").glob("*.md")) + tables
 
 
 def where_sections(root: Path) -> dict[str, Path]:

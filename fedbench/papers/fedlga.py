@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 
 from fedbench.presets import register_preset
-from fedbench.tables.claims import Claim, every, lowest, ordered, ratio_near, reached
+from fedbench.tables.claims import Claim, every, lowest, ordered, ratio_near, reached, untestable
 from fedbench.tables.paper_values import PaperRef
 from fedbench.tables.spec import Cell, Derived, PlotSpec, TableSpec, register, runs, table
 
@@ -186,25 +186,27 @@ _TIME_SAID = (
     "datasets, while only the third-best on the single running time ... Compared to FedAvg and "
     "FedNova which reach better single running time'"
 )
+# Table V's per-round gaps are 3-6 % (FedAvg 8.9 s vs FedLGA 9.4 s), below TIME_DRIFT: the
+# table's runs, made minutes apart, showed FedLGA 1.15 s/round vs FedAvg 1.74 s (FedLGA does
+# FedAvg's work plus a server step) while interleaved round by round (benchmarks/engine_speed.py
+# --methods fedlga,fednova) the gap was -5 % and +0.5 %. Seconds from separate runs decide
+# nothing here: both claims are n/a until an interleaved timing with a margin under the
+# paper's gaps is made on a quiet machine.
+_UNTIMED = (
+    "the runs' seconds were recorded minutes apart under a changing load (drift over "
+    f"{TIME_DRIFT:.0%}), above the paper's own gaps (3-6 % in Table V); interleaved "
+    "(benchmarks/engine_speed.py --methods fedlga,fednova, methods alternated round by round) "
+    "the per-round gap was -5 % and +0.5 %"
+)
 RUNTIME_CLAIMS = (
     Claim(
-        "FedLGA reaches the target in the least total time of all methods (by more than the "
-        f"machine's {TIME_DRIFT:.0%} drift)",
-        lowest(
-            ("FedLGA", "total s to target"),
-            [(b, "total s to target") for b in _BASELINES],
-            stated="text: best total time on all three datasets",
-            drift=TIME_DRIFT,
-        ),
+        "FedLGA reaches the target in the least total time of all methods",
+        untestable(_UNTIMED, "text: best total time on all three datasets"),
         source=_TIME_SAID,
     ),
     Claim(
-        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server; by "
-        f"more than the machine's {TIME_DRIFT:.0%} drift)",
-        every(
-            lowest(("FedAvg", "single s/round"), [("FedLGA", "single s/round")], drift=TIME_DRIFT),
-            lowest(("FedNova", "single s/round"), [("FedLGA", "single s/round")], drift=TIME_DRIFT),
-        ),
+        "FedAvg and FedNova take less time per round than FedLGA (its work is on the server)",
+        untestable(_UNTIMED),
         source=_TIME_SAID,
     ),
 )
@@ -449,6 +451,18 @@ EPOCHS_CLAIMS = (
         ratio_near(("FedAvg", "E=8"), ("FedLGA", "E=8")),
         datasets=("fmnist",),
     ),
+    # the paper's trend for every method; at lr 0.01 and at the calibrated lr it says which lr
+    # is in the paper's regime (issue 34)
+    Claim(
+        "as E grows every method needs fewer rounds (E=3 >= 5 >= 8 for each)",
+        every(
+            *(
+                ordered([(label, f"E={e}") for e in E_GRID], increasing=False)
+                for label, _ in _COMPARED_FAIR
+            )
+        ),
+        source="Fig. 6: rounds to target fall with E for each method",
+    ),
 )
 
 
@@ -524,6 +538,11 @@ RHO_CLAIMS = (
         _fedlga_first([f"rho={r}" for r in RHO_GRID], FEDLGA_EQ6),
         datasets=("cifar100",),
         source=_RHO_SAID,
+    ),
+    Claim(
+        "as rho grows every method needs more rounds (rho=0.1 <= ... <= 0.9 for each)",
+        every(*(ordered([(label, f"rho={r}") for r in RHO_GRID]) for label, _ in _COMPARED_FAIR)),
+        source="Fig. 7: rounds to target rise with rho for all methods",
     ),
 )
 

@@ -63,6 +63,8 @@ QUAD_GROUPS = {  # spec §5.1: (a1, b1), (a2, b2) with F_m(x) = a_m x^2 + b_m x
 QUAD_K = (2, 10)
 QUAD_LR = 0.01  # one learning rate of the authors' grid for the table; plots show its curves
 QUAD_SEEDS = (1, 12, 123, 1234, 12345)
+# the quadratic table's runs cost seconds: 10 seeds (3-5 signs cannot decide a direction)
+QUAD_SEEDS_10 = (*QUAD_SEEDS, 0, 2, 3, 4, 5)
 
 
 # ---------------------------------------------------------------- presets
@@ -277,9 +279,11 @@ def _closer(row_of: Callable[[int, str], str]) -> Callable:
 
 QUADRATIC_CLAIMS = (
     Claim(
-        "zeta* and delta of the four groups are Table 2's",
+        "a transcription check, not a reproduction: zeta* and delta computed from the preset's "
+        "own constants (not measured from the runs' functions) are Table 2's",
         same_as_paper([(f"Group {g}", c) for g in QUAD_GROUPS for c in ("zeta*", "delta")], 1e-9),
         source="Table 2",
+        counted=False,
     ),
     Claim(
         f"at lr {QUAD_LR} (this table's, one lr for both): SFL ends closer to x* in groups 1, 3, "
@@ -296,7 +300,7 @@ QUADRATIC_CLAIMS = (
     "SFL vs PFL (Li & Lyu) Table 2 / Fig. 1",
     "Quadratic groups: heterogeneity and who converges closer",
     ("quadratic",),
-    seeds=QUAD_SEEDS,
+    seeds=QUAD_SEEDS_10,
     plot=PlotSpec("curves", "final_dist", (QUAD_DISTANCE,), panels="row", logy=True),
     notes=(
         f"lr = {QUAD_LR}, R from the preset; the band in the plot is min-max over "

@@ -38,6 +38,7 @@ NUMERIC_COLUMNS = (
     "train_acc",
     "train_loss",
     "local_loss",
+    "local_acc",
     "round_seconds",
     "cum_seconds",
     "dist_to_opt",

@@ -85,6 +85,11 @@ ROUND_COLUMNS = (
     Column("train_acc", "float64", "fraction (0-1)", _EVAL + " with eval_train=true",
            "null: as train_loss"),
     Column(
+        "local_acc", "float64", "fraction (0-1)", "every trained round with eval_local=true",
+        "null: eval_local=false, round 0, every device dropped, or a quadratic problem; the "
+        "devices' weighted mean accuracy of their local models on their own training data",
+    ),
+    Column(
         "dist_to_opt", "float64", "", _EVAL + " on the quadratic problem",
         "null: not evaluated this round, or classification data; max |w - x*|",
     ),

@@ -147,6 +147,7 @@ STACK_FREE_FIELDS = (
     "target_acc",
     "eval_every",
     "eval_train",
+    "eval_local",
     "preset",
 )
 # dispatch-bound models: a step of K rows costs what a step of R*K rows costs (through the torch

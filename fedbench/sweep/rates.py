@@ -39,6 +39,7 @@ RATE_FIELDS = (
     "local_epochs",
     "eval_every",
     "eval_train",
+    "eval_local",
     "dtype",
     "method",
 )

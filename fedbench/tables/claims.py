@@ -334,3 +334,13 @@ def every(*checks: Callable) -> Callable:
         return Verdict(True, out[0].ours, out[0].paper)
 
     return check
+
+
+def untestable(why: str, stated: str = "") -> Callable:
+    """A claim this machine cannot decide (n/a, never counted), saying why: e.g. seconds of
+    runs made minutes apart on a shared machine, whose load moves them more than the gap."""
+
+    def check(v) -> Verdict:
+        return Verdict(None, f"not testable on a shared machine: {why}", stated)
+
+    return check

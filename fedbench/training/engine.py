@@ -361,7 +361,9 @@ class Engine:
             else:
                 res = self.train_local(ctx, plan, self.w, local)
             res = self.method.client_final(ctx, res)
+            local_acc = self._local_acc(ctx, plan, res)
             new_w, extra = self.method.aggregate(ctx, res)
+            extra = {**local_acc, **extra}
             self.w = new_w.detach()
             self.buffers = evaluation.merged_buffers(self.buffers, ctx, res)
         synchronize(self.device)
@@ -382,6 +384,14 @@ class Engine:
         }
         record.update(extra)
         return record
+
+    def _local_acc(self, ctx: RoundContext, plan: RoundPlan, res: LocalResult) -> dict:
+        """{'local_acc': the devices' weighted mean accuracy of their local models on their own
+        training data} with eval_local (reads the models only: no other number changes)."""
+        if not self.cfg.eval_local or "x_star" in self.data.info:  # quadratic: no accuracy
+            return {}
+        acc = evaluation.local_accuracy(self.model, self.data, res.w, plan.clients, res.buffers)
+        return {"local_acc": float((ctx.weights.to(acc) * acc).sum())}
 
     def _train_sequential(self, ctx: RoundContext, plan: RoundPlan, local: dict) -> LocalResult:
         """SFL: the round's devices one after another, in a random order drawn from the run's

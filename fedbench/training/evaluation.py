@@ -79,6 +79,31 @@ def evaluate(
     return loss_sum / len(y), correct / len(y)
 
 
+@torch.no_grad()
+def local_accuracy(
+    model: BatchedModel, data: FederatedData, w: torch.Tensor, clients, buffers=None, chunk=512
+) -> torch.Tensor:
+    """Each device's accuracy [k] of its own model w[i] ([k, D]) on its own training data, in
+    eval mode (buffers [k, Db] for models that have them), batched over the devices, chunked
+    over their samples: the local training accuracy FedSoftMax's smoothness is measured on."""
+    members = [data.client_indices[int(c)] for c in clients]
+    sizes = torch.tensor([len(m) for m in members])
+    n_max = int(sizes.max())
+    idx = torch.zeros(len(members), n_max, dtype=torch.long)
+    for i, m in enumerate(members):
+        idx[i, : len(m)] = m
+    valid = (torch.arange(n_max) < sizes.unsqueeze(1)).to(w.device)
+    idx = idx.to(w.device)
+    bkw = {"buffers": buffers} if model.buffer_dim and buffers is not None else {}
+    correct = torch.zeros(len(members), dtype=torch.float64, device=w.device)
+    for s in range(0, n_max, chunk):
+        rows = idx[:, s : s + chunk]
+        logits = model.predict(w, data.eval_transform(data.train_x[rows]), **bkw)
+        hit = (logits.argmax(-1) == data.train_y[rows]) & valid[:, s : s + chunk]
+        correct += hit.sum(1)
+    return correct / sizes.to(correct)
+
+
 def full_batch_grads(
     model: BatchedModel, data: FederatedData, w: torch.Tensor, clients, chunk: int = 512
 ) -> tuple[torch.Tensor, torch.Tensor]:
