@@ -112,7 +112,9 @@ def main() -> int:
     if args.out is None:
         ap.error("give --out or --compare")
     args.out.mkdir(parents=True, exist_ok=True)
-    train_all(args.out, [sys.executable, "-m", "fedbench.cli"])
+    # -P: the current folder is not put first on sys.path, so PYTHONPATH picks the build even
+    # when this runs from inside another checkout (plain -m imported the cwd's fedbench)
+    train_all(args.out, [sys.executable, "-P", "-m", "fedbench.cli"])
     return 0
 
 

@@ -173,8 +173,10 @@ class PlanAhead:
 
     def _start(self, r: int) -> None:
         self._round, self._out = r, None
+        threads = torch.get_num_threads()  # a new thread starts from OpenMP's default
 
         def work():
+            torch.set_num_threads(threads)
             try:
                 self._out = self.build(r)
             except BaseException as e:  # raised in the thread that asks for the plan
