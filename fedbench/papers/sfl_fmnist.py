@@ -56,7 +56,7 @@ def _chosen_are_best(v) -> Verdict:
 
 @table(
     "sfl-fmnist-lr",
-    "SFL vs PFL (Li & Lyu) Table 3's lr tuning, on the FMNIST substitute",
+    "SFL vs PFL (Li & Lyu) Table 3, lr grid (FMNIST)",
     "Learning-rate grid per method, C and K: last-25 test accuracy",
     ("fmnist",),
     seeds=(SFL_TUNE_SEED,),
