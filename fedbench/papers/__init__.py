@@ -10,7 +10,15 @@ import pkgutil
 
 # The order `fedbench table`, `plot` and `presets` list the papers in (the order they were
 # taken up); a new module needs no entry here: it is found by pkgutil and listed after these.
-LISTED_FIRST = ("fedlga", "fedlga_readings", "sfl", "sfl_fmnist", "fedsoftmax", "fedprox")
+LISTED_FIRST = (
+    "fedlga",
+    "fedlga_sensitivity",
+    "fedlga_readings",
+    "sfl",
+    "sfl_fmnist",
+    "fedsoftmax",
+    "fedprox",
+)
 
 
 def _listing_key(name: str) -> tuple[int, str]:
