@@ -16,7 +16,7 @@ from fedbench.assembly import build_config
 from fedbench.cli import cli
 from fedbench.identity import run_id
 from fedbench.sweep import InlineExecutor, plan_sweep, run_sweep
-from fedbench.sweep.execute import stack_groups, stack_key
+from fedbench.sweep.stacking import stack_groups, stack_key
 from fedbench.training import fastpath, stack
 from fedbench.training.engine import Engine
 from fedbench.training.runner import train

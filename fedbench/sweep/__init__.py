@@ -12,19 +12,11 @@ processes, each with cores // N torch threads and, on a GPU machine, its own GPU
 (each run a Ray task on an existing cluster, writing to the shared results path).
 
 The parts: grid.py (what to run), plan.py (what is left to run), execute.py (running it:
-executors), run.py (the whole sweep with progress and its report).
+executors; one_run.py one run, stacking.py runs trained as one stack), run.py (the whole
+sweep with progress and its report).
 """
 
-from fedbench.sweep.execute import (
-    InlineExecutor,
-    OnDone,
-    OnStart,
-    Outcome,
-    PoolExecutor,
-    RayExecutor,
-    execute_run,
-    make_executor,
-)
+from fedbench.sweep.execute import InlineExecutor, PoolExecutor, RayExecutor, make_executor
 from fedbench.sweep.grid import (
     dedupe,
     grid_configs,
@@ -33,6 +25,7 @@ from fedbench.sweep.grid import (
     parse_list,
     table_configs,
 )
+from fedbench.sweep.one_run import OnDone, OnStart, Outcome, execute_run
 from fedbench.sweep.run import (
     SweepReport,
     recheck_busy,

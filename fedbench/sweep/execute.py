@@ -1,280 +1,26 @@
-"""Running a sweep's configs: one run in a worker (execute_run) and the executors that schedule
-them (inline, a pool of spawned processes, Ray tasks)."""
+"""Running a sweep's configs: the executors that schedule them (inline, a pool of spawned
+processes, Ray tasks). One run: one_run.py (execute_run); runs trained as one stack: stacking.py."""
 
 from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 import signal
 import sys
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.identity import run_id
+from fedbench.sweep.one_run import (
+    _WORKER,
+    Outcome,
+    ProgressSink,
+    execute_run,
+)
+from fedbench.sweep.stacking import execute_stack, stack_groups
 
 log = logging.getLogger(__name__)
-
-# ---------------------------------------------------------------- running one config
-
-
-@dataclass
-class Outcome:
-    run_id: str
-    # complete | diverged | failed | interrupted (a signal stopped it; it resumes) | busy
-    # (claimed elsewhere) | done (by another)
-    status: str
-    error: str | None = None
-    seconds: float = 0.0
-    summary: dict = field(default_factory=dict)
-    resumed: list = field(default_factory=list)  # rounds it resumed from (run.json's resumed)
-    attempts: int = 1  # > 1: its worker died and it was run again
-    recorded: bool = True  # False: its run.json could not say how it ended (a full disk)
-
-    @staticmethod
-    def from_dict(d: dict) -> Outcome:
-        return Outcome(**d)
-
-
-_WORKER: dict[str, Any] = {}  # per-process settings of pool workers (threads, device)
-
-
-def execute_run(
-    cfg_dict: dict,
-    results: str,
-    overwrite: bool = False,
-    threads: int | None = None,
-    device: str | None = None,
-    on_round: Callable[[dict], None] | None = None,
-    checkpoint: dict | None = None,
-) -> dict:
-    """Run one config here; never raises (an error becomes a "failed" outcome, which the
-    runner has also written into the run's run.json; a signal's stop an "interrupted" one, and
-    the stop stays requested so that the sweep starts nothing more). Returns Outcome fields as
-    a dict so that it crosses process and Ray boundaries. checkpoint: the Policy's fields
-    (fedbench.training.checkpoint; None: this process's environment)."""
-    import dataclasses
-
-    from fedbench import plugins
-    from fedbench.config import config_from_dict
-    from fedbench.results.locks import RunBusy
-    from fedbench.training import signals
-    from fedbench.training import threads as thread_policy
-    from fedbench.training.checkpoint import Policy
-    from fedbench.training.runner import RunExists, train
-
-    t0 = time.perf_counter()
-    try:  # a worker process or Ray task: the sweep's plugins (FEDBENCH_PLUGINS)
-        plugins.load_all()
-    except FedbenchError as e:
-        return dataclasses.asdict(Outcome(run_id(config_from_dict(cfg_dict)), "failed", str(e)))
-    cfg = config_from_dict(cfg_dict)
-    thread_policy.configure(threads or _WORKER.get("threads"), _WORKER.get("budget"))
-    device = device or _WORKER.get("device")
-    if device and cfg.device == "auto":
-        cfg = dataclasses.replace(cfg, device=device)
-    out = Outcome(run_id(cfg), "failed")
-    if on_round is None and "progress" in _WORKER:  # a pool worker: rounds to the sweep
-        on_round = ProgressSink(_WORKER["progress"], out.run_id, cfg.rounds)
-    try:
-        signals.check()  # stopped before it began: not even claimed
-        policy = Policy(**checkpoint) if checkpoint else Policy.from_env()
-        meta, _ = train(cfg, results, overwrite, on_round=on_round, checkpoint=policy)
-        out.status, out.summary = meta["status"], meta.get("summary", {})
-        out.resumed = list(meta.get("resumed") or [])
-    except RunBusy as e:
-        out.status, out.error = "busy", str(e)
-    except RunExists:
-        out.status = "done"
-    except KeyboardInterrupt as e:
-        out.status, out.error = "interrupted", f"interrupted ({signals.signal_name(e)})"
-        signals.request(getattr(e, "signum", signal.SIGINT))
-    except Exception as e:
-        out.error = (f"{type(e).__name__}: {e}".strip().splitlines() or ["error"])[0]
-        out.recorded = getattr(e, "recorded", False)  # set only where its run.json was written
-    out.seconds = time.perf_counter() - t0
-    return dataclasses.asdict(out)
-
-
-PROGRESS_KEYS = ("round", "test_acc", "local_loss", "dist_to_opt", "round_seconds")
-
-
-class ProgressSink:
-    """on_round of a run in another process (pool worker, Ray task): its rounds' main numbers
-    put on a queue the sweep reads, at most one every `every` seconds (and the last round)."""
-
-    def __init__(self, queue, run_id: str, rounds: int, every: float = 1.0):
-        self.queue, self.run_id, self.rounds, self.every = queue, run_id, rounds, every
-        self.last = -math.inf
-
-    def __call__(self, rec: dict) -> None:
-        now = time.monotonic()
-        if now - self.last < self.every and rec.get("round") != self.rounds:
-            return
-        self.last = now
-        small = {k: rec[k] for k in PROGRESS_KEYS if k in rec}
-        try:
-            self.queue.put((self.run_id, small))
-        except Exception:  # progress is a courtesy: never fail a run for it
-            pass
-
-
-# ------------------------------------------------------- stacked runs (fedbench.training.stack)
-
-# Config fields that never change what a round's local step computes row by row (which runs
-# a stack can merge is decided again at every round by fedbench.training.stack.merge_key, exactly;
-# this key only picks who shares a stack): the seeds, the heterogeneity draws' parameters, how long
-# a run lasts and what it evaluates, the preset's name. Everything else (data set and
-# partition, model, K, E, B, lr and its decay, momentum, clipping, dtype, device, server
-# step) must be equal. Method parameters are dropped only for methods whose local step is
-# plain SGD or SCAFFOLD-style drift (the only ones merge_key merges): their parameters act
-# on the server side or on the drift's value, never on the step's form.
-STACK_FREE_FIELDS = (
-    "seed",
-    "data_seed",
-    "rho",
-    "tau_max",
-    "stragglers",
-    "straggler_epochs",
-    "rounds",
-    "stop_at_target",
-    "target_acc",
-    "eval_every",
-    "eval_train",
-    "eval_local",
-    "preset",
-)
-# dispatch-bound models: a step of K rows costs what a step of R*K rows costs (through the torch
-# loop); the FMNIST MLP's rounds are GEMM-bound and gain nothing (~1x, issue 11)
-DISPATCH_BOUND_MODELS = ("logreg", "quadratic")
-
-
-def _local_step_form(cfg: RunConfig) -> str | None:
-    """ "plain" (SGD on the gradient), "drift" (a local step that reads none of the Params:
-    SCAFFOLD's g + c - c_i), "other"
-    (FedProx and the like: plain only at some parameters or states, which merge_key sees
-    round by round), or None for a sequential method (SFL: never stacked)."""
-    from fedbench.methods import build_method
-    from fedbench.methods.base import Method
-
-    m = build_method(cfg.method, cfg.method_params)  # before setup: read class attributes only
-    if m.sequential:
-        return None
-    if type(m).local_step is Method.local_step:
-        return "plain"
-    return "drift" if m.local_step_params == () else "other"
-
-
-def stack_key(cfg: RunConfig) -> tuple | None:
-    """Runs with equal keys may train as one stack; None: this run trains alone."""
-    import json
-
-    form = _local_step_form(cfg)
-    if cfg.augment or cfg.resize or form is None:
-        return None
-    drop = STACK_FREE_FIELDS + (("method_params",) if form in ("plain", "drift") else ())
-    d = {k: v for k, v in cfg.to_dict().items() if k not in drop}
-    return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in d.items()))
-
-
-def stack_pays(cfg: RunConfig) -> bool:
-    """Whether stacking is worth it by default (measured: benchmarks/stacked_sweep.py): small
-    models whose rounds go through the torch loop (a GPU, or FEDBENCH_FASTPATH=0) with a local
-    step that always merges. On CPU the compiled fast path already runs such rounds without
-    dispatch (stacking: ~1x), and bigger models' rounds are bound by their GEMMs (~1x)."""
-    from fedbench.devices import resolve_device
-    from fedbench.training import fastpath
-
-    if cfg.model not in DISPATCH_BOUND_MODELS or _local_step_form(cfg) not in ("plain", "drift"):
-        return False
-    # the fast path takes every plain or drift round of these models on CPU
-    return not (fastpath.ENABLED and resolve_device(cfg.device).type == "cpu")
-
-
-def stack_groups(
-    todo: list[RunConfig], stack: bool | None, max_runs: int | None = None
-) -> list[list[RunConfig]]:
-    """The todo list as stacks, in todo order of their first run: runs with one stack_key
-    together (at most max_runs, default fedbench.training.stack.MAX_RUNS), the rest alone. stack
-    None: only where stack_pays; False: every run alone."""
-    from fedbench.training.stack import MAX_RUNS
-
-    cap = max_runs or MAX_RUNS
-    groups: dict[object, list[list[RunConfig]]] = {}
-    out: list[list[RunConfig]] = []
-    for i, cfg in enumerate(todo):
-        key = stack_key(cfg) if stack is not False else None
-        if key is None or (stack is None and not stack_pays(cfg)):
-            key = ("alone", i)
-        chunks = groups.setdefault(key, [])
-        if not chunks or len(chunks[-1]) >= cap:
-            chunks.append([])
-            out.append(chunks[-1])
-        chunks[-1].append(cfg)
-    return out
-
-
-def execute_stack(
-    cfgs: list[RunConfig],
-    results: str,
-    repair: set[str],
-    threads: int | None,
-    on_start: OnStart,
-    on_done: OnDone,
-    on_round: OnRound | None = None,
-    checkpoint: dict | None = None,
-) -> None:
-    """Run cfgs as one stack: one thread each, their rounds' local training merged
-    (fedbench.training.stack). Each run is an ordinary execute_run (claim, folder, records)."""
-    import threading
-
-    from fedbench.training.stack import Stack
-
-    stack = Stack(len(cfgs))
-    errors: list[BaseException] = []  # from the callbacks (execute_run never raises)
-
-    def one(cfg: RunConfig) -> None:
-        try:
-            with stack.member():
-                on_start(cfg)
-                rid = run_id(cfg)
-                rounds = functools.partial(on_round, cfg) if on_round else None
-                d = execute_run(
-                    cfg.to_dict(), results, rid in repair, threads, None, rounds, checkpoint
-                )
-                on_done(cfg, Outcome.from_dict(d))
-        except BaseException as e:
-            errors.append(e)
-
-    for _ in cfgs:
-        stack.join()
-    workers = [threading.Thread(target=one, args=(cfg,), daemon=True) for cfg in cfgs]
-    for t in workers:
-        t.start()
-    _join_all(workers)
-    if errors:
-        raise errors[0]
-
-
-def _join_all(workers) -> None:
-    """Join the threads, whatever signal comes meanwhile: a stop reaches their runs at their
-    rounds' ends (fedbench.training.signals), which then record themselves interrupted; the
-    stop is raised once all have."""
-    stop: KeyboardInterrupt | None = None
-    for t in workers:
-        while t.is_alive():
-            try:
-                t.join()
-            except KeyboardInterrupt as e:
-                stop = stop or e
-    if stop is not None:
-        raise stop
 
 
 def _die_with_parent() -> None:
@@ -301,12 +47,6 @@ def _init_worker(slots, threads: int | None, budget: int, devices: list[str], pr
 
 
 # ---------------------------------------------------------------- executors
-
-OnStart = Callable[[RunConfig], None]
-OnDone = Callable[[RunConfig, Outcome], None]
-OnRound = Callable[[RunConfig, dict], None]  # a run's round record (or its main numbers)
-
-
 class InlineExecutor:
     """One run (or one stack of runs, fedbench.training.stack) after another in this process
     (per-round progress available). stack: True stacks every group stack_key allows, False none,
