@@ -150,7 +150,7 @@ def test_the_partial_work_bound_is_measured_beside_the_claims():
 
 
 def test_figure_titles_say_what_is_drawn():
-    from fedbench.plots import figure_title
+    from fedbench.table_plots import figure_title
 
     spec = TABLES["runtime"]
     res = TableResult(spec, Selection(dataset="fmnist"), "minmax", [])

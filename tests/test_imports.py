@@ -264,7 +264,13 @@ LAYERS = (
     ("fedbench.data", "fedbench.models", "fedbench.methods", "fedbench.presets"),
     ("fedbench.assembly", "fedbench.identity", "fedbench.resources"),
     ("fedbench.results", "fedbench.run_filter"),
-    ("fedbench.training", "fedbench.tables", "fedbench.plots", "fedbench.testing"),
+    (
+        "fedbench.training",
+        "fedbench.tables",
+        "fedbench.plots",
+        "fedbench.table_plots",
+        "fedbench.testing",
+    ),
     ("fedbench.papers",),
     ("fedbench.sweep",),
     (
@@ -277,7 +283,9 @@ LAYERS = (
     ("fedbench.cli", "fedbench.__main__"),
 )
 TOP = len(LAYERS)  # the package itself (fedbench/__init__.py: the API), above every layer
-SIBLINGS_APART = (("fedbench.training", ("fedbench.tables", "fedbench.plots")),)
+SIBLINGS_APART = (
+    ("fedbench.training", ("fedbench.tables", "fedbench.plots", "fedbench.table_plots")),
+)
 
 
 def _layer(module: str) -> tuple[int, str]:

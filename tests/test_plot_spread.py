@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fedbench.plots import _versus_panel  # noqa: E402
+from fedbench.table_plots import _versus_panel  # noqa: E402
 
 
 def _cell(x, mean, low, high):

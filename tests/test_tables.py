@@ -16,7 +16,7 @@ from conftest import invoke
 
 from fedbench.identity import run_id
 from fedbench.papers.sfl import quad_constants
-from fedbench.plots import plot_spec
+from fedbench.table_plots import plot_spec
 from fedbench.tables import (
     METRICS,
     TABLES,

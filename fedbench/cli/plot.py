@@ -67,7 +67,7 @@ def plot(name, **o):
 
 def _plot_figure(name: str, o: dict) -> None:
     from fedbench.cli.common import with_additions
-    from fedbench.plots import plot_spec
+    from fedbench.table_plots import plot_spec
     from fedbench.tables import evaluate_table, get_table, table_file_name
 
     out, results, calibrated = o["out"], o["results"], o["calibrated"]
