@@ -1,5 +1,5 @@
-"""Run records: one run's files (fedbench.results.records) and the index of a results folder
-(fedbench.results.index)."""
+"""Run records: one run's files (fedbench.results.records, run_record.py) and the index of a
+results folder (fedbench.results.index; its summary table: summaries.py)."""
 
 from fedbench.results.frames import load_frames
 from fedbench.results.index import (
@@ -10,8 +10,6 @@ from fedbench.results.index import (
     RunRecord,
     config_key,
     expected_rows,
-    load_summaries,
-    summary_frame,
 )
 from fedbench.results.records import (
     SCHEMA_VERSION,
@@ -21,6 +19,7 @@ from fedbench.results.records import (
     run_dirs,
     summarize,
 )
+from fedbench.results.summaries import load_summaries, summary_frame
 
 __all__ = [
     "ANY",
