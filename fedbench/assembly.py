@@ -16,6 +16,8 @@ from fedbench.config import (
     FIELD_TYPES,
     TYPE_WORDS,
     RunConfig,
+)
+from fedbench.config_input import (
     canonical_key,
     coerce_field,
     one_each,

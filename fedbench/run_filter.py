@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.config import ALIASES, FIELD_TYPES, canonical_key, coerce_field, parse_param_text
+from fedbench.config import ALIASES, FIELD_TYPES
+from fedbench.config_input import canonical_key, coerce_field, parse_param_text
 from fedbench.errors import FedbenchError
 
 STATUS = "status"  # run.json's status may be filtered on too

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from fedbench.assembly import build_config
 from fedbench.cli import cli
-from fedbench.config import BOUNDS, FIELD_TYPES, canonical_key, field_kind
+from fedbench.config import BOUNDS, FIELD_TYPES, field_kind
+from fedbench.config_input import canonical_key
 from fedbench.identity import run_id
 from fedbench.methods import METHODS
 

@@ -260,7 +260,7 @@ LAYERS = (
         "fedbench.params",
         "fedbench.plugins",
     ),
-    ("fedbench.config", "fedbench.devices"),
+    ("fedbench.config", "fedbench.config_input", "fedbench.devices"),
     ("fedbench.data", "fedbench.models", "fedbench.methods", "fedbench.presets"),
     ("fedbench.assembly", "fedbench.identity", "fedbench.resources"),
     ("fedbench.results", "fedbench.run_filter"),

@@ -268,7 +268,7 @@ def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
     """grid_configs' methods, dataset, seeds, grid, sets and method grids from a sweep file's
     values (kw) and the command line, which overrides them; then each field is fixed
     (--set, [set]), varied (--grid, [grid]) or listed (seeds, methods) once."""
-    from fedbench.config import layer, one_each, parse_set
+    from fedbench.config_input import layer, one_each, parse_set
     from fedbench.sweep import parse_grid, parse_list
 
     cli_sets, cli_grid = parse_set(sets), parse_grid(grids)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from fedbench.assembly import build_config, method_param_names, param_owner, preset_for_dataset
-from fedbench.config import ALIASES, FIELD_TYPES, RunConfig, check_value, one_each, read_toml
+from fedbench.config import ALIASES, FIELD_TYPES, RunConfig, check_value
+from fedbench.config_input import one_each, read_toml
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
 from fedbench.methods import method_class

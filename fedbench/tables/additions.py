@@ -48,7 +48,7 @@ class Addition:
 
 def parse_addition(text: str) -> Addition:
     """'NAME' or 'NAME:KEY=VALUE,...' -> Addition, the method and its parameters checked."""
-    from fedbench.config import parse_param_text
+    from fedbench.config_input import parse_param_text
     from fedbench.methods import method_class, method_params
 
     name, _, rest = str(text).partition(":")
@@ -68,7 +68,8 @@ def parse_addition(text: str) -> Addition:
 
 def _cell_method(cell: Cell) -> tuple[str, dict[str, Any]]:
     """The method a runs cell trains and the method parameters it sets."""
-    from fedbench.config import ALIASES, FIELD_TYPES, canonical_key
+    from fedbench.config import ALIASES, FIELD_TYPES
+    from fedbench.config_input import canonical_key
     from fedbench.presets import PRESETS
 
     over = dict(cell.overrides)

@@ -7,7 +7,8 @@ with the same one line instead of leaving every cell n/a."""
 
 from __future__ import annotations
 
-from fedbench.config import check_value, parse_set
+from fedbench.config import check_value
+from fedbench.config_input import parse_set
 from fedbench.errors import FedbenchError
 from fedbench.tables.result import Selection
 
