@@ -141,13 +141,7 @@ def load_runs(
     from fedbench.results import RunIndex
     from fedbench.run_filter import RunFilter
 
-    _check_flag("shipped", shipped)
-    _folder("results", results)
-    for name, value in (("dataset", dataset), ("method", method)):
-        if value is not None and not isinstance(value, str):
-            raise FedbenchError(f"{name} must be a name or None, got {value!r}; e.g. {name}='a,b'")
-    if on_error not in ("skip", "fail"):
-        raise FedbenchError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
+    _check_load_args(results, shipped, dataset, method, on_error)
     plugin_loader.load_all(_names("plugins", plugins))
     texts = [f"{k}={v}" for k, v in where.items()] if isinstance(where, dict) else \
         _names("where", where or ())  # fmt: skip
@@ -175,6 +169,17 @@ def load_runs(
     runs = pd.DataFrame(rows)
     rounds_all = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, rounds_all
+
+
+def _check_load_args(results, shipped, dataset, method, on_error: str) -> None:
+    """load_runs' arguments checked as the CLI checks its options: one line naming the fix."""
+    _check_flag("shipped", shipped)
+    _folder("results", results)
+    for name, value in (("dataset", dataset), ("method", method)):
+        if value is not None and not isinstance(value, str):
+            raise FedbenchError(f"{name} must be a name or None, got {value!r}; e.g. {name}='a,b'")
+    if on_error not in ("skip", "fail"):
+        raise FedbenchError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
 
 
 def _table_runs(table: str, dataset, results, index, on_error: str) -> set:
