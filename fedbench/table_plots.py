@@ -270,13 +270,19 @@ def _versus(panels, ps):
         by_key.setdefault(_panel_title(key), []).append(c)
     with_paper = _has_paper(panels)
     n_lines = max(len(_versus_lines(m)) for m in by_key.values())
-    fig, axes = _grid(1, len(by_key) * (1 + with_paper), n_lines // 4 + 2)
+    n_panels = len(by_key) * (1 + with_paper)
+    # rows a page can hold: 3 panels, or 2 pairs (ours, the paper's) that stay side by side
+    n_cols = min(n_panels, 4 if with_paper else 3)
+    fig, axes = _grid(-(-n_panels // n_cols), n_cols, n_lines // 4 + 2)
+    axes = [ax for row in axes for ax in row]
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
     legend: dict[str, object] = {}
     for j, (title, members) in enumerate(by_key.items()):
         lines = _versus_lines(members)
         xs = [c.cell.x for c in members if c.cell.x is not None]
         for k, paper in enumerate((False, True) if with_paper else (False,)):
-            ax = axes[0][j * (1 + with_paper) + k]
+            ax = axes[j * (1 + with_paper) + k]
             n = _versus_panel(ax, lines, ps, paper)
             ax.set_title(f"{title} · {'the paper' if paper else 'ours'}", fontsize=9)
             ax.set_xlabel(ps.xlabel)
