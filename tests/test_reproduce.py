@@ -238,3 +238,46 @@ def test_the_cut_scale_is_the_committed_table_files(tmp_path):
     assert sel.sets == {"K": "10", "rounds": "25"}
     sel, note = plan_mod.unit_selection(get_table("r90"), "fmnist", "cut", tmp_path)
     assert sel.seeds is None and note == "no committed table file: at the paper's scale"
+
+
+def test_a_table_whose_data_is_not_here_is_skipped_with_the_command_that_gets_it(
+    tmp_path, monkeypatch, private_cache
+):
+    """SFL's CIFAR-10 table on a machine without CIFAR-10: listed as not here with `fedbench
+    data get cifar10`, none of its runs planned (a reproduction never downloads: under a budget
+    the download would spend it, and with no network every run would fail)."""
+    monkeypatch.setenv("FEDBENCH_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("FEDBENCH_NO_DOWNLOAD", raising=False)  # downloadable, yet not fetched
+    monkeypatch.chdir(tmp_path)
+    r = invoke("reproduce", "sfl", "--tables", "sfl", "--dataset", "cifar10", "--results",
+               tmp_path / "r", "--dry-run")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "not here: sfl (cifar10): no cifar10 data here; fedbench data get cifar10" in r.output
+    assert "in all: 0 runs to do" in r.output
+
+
+def test_runs_quicker_than_their_estimate_leave_time_for_more(monkeypatch):
+    """The runs that fit are fitted again as they end: four 5 s runs in 12 s, each batch done
+    in 1 s, all run (fitted once, two would run and the budget would end)."""
+    from fedbench.assembly import build_config
+    from fedbench.reproduce import execute
+    from fedbench.sweep.rates import Rates
+
+    now = [0.0]
+    deadline = budget.Deadline(12, clock=lambda: now[0])
+    rates = Rates()
+    cfgs = [build_config("default", None, {"seed": s}) for s in range(4)]  # 50 rounds each
+    rates.add("dev", cfgs[0].to_dict(), 0.1)  # 5 s a run
+    unit = plan_mod.Unit(spec=None, dataset="d", selection=None, configs=cfgs, todo=cfgs,
+                         own=cfgs)  # fmt: skip
+    rp = plan_mod.ReproPlan([unit], Path("r"), "paper", False, rates=rates, device="dev")
+    ran: list = []
+
+    def run_unit(rp, unit, runs, executor, level, out):
+        ran.append(len(runs))
+        now[0] += 1.0
+
+    monkeypatch.setattr(execute, "_run_unit", run_unit)
+    monkeypatch.setattr(budget.Deadline, "arm", lambda self, s=0.0: None)
+    out = execute.run_units(rp, None, deadline, jobs=1, level="quiet")
+    assert ran == [2, 2] and not out.budget_ended

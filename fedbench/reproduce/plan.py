@@ -189,18 +189,20 @@ def _no_download():
 
 
 def _check_data(units) -> None:
-    """A unit whose data is not here and cannot be downloaded is left out, with why (short:
-    the dataset, why not, and the command that gets it)."""
+    """A unit whose data is not here is left out, with why (short: the dataset, why not, and
+    the command that gets it). A reproduction never downloads: a download under a budget would
+    spend it, and a machine with no network would fail every run of the unit."""
     from fedbench.resources import missing_data
 
     for u in units:
         if u.todo:
-            errors, _ = missing_data(u.todo, download=False)
-            u.missing = _short(errors[0], u.dataset) if errors else None
+            errors, notes = missing_data(u.todo, download=False)
+            first = (errors or notes or [None])[0]
+            u.missing = _short(first, u.dataset, bool(errors)) if first else None
 
 
-def _short(error: str, dataset: str) -> str:
-    why = error.rsplit("[", 1)[-1].rstrip("]") if error.endswith("]") else ""
+def _short(error: str, dataset: str, refused: bool = True) -> str:
+    why = error.rsplit("[", 1)[-1].rstrip("]") if error.endswith("]") and refused else ""
     name = error.split(" not found", 1)[0] if " not found" in error else dataset
     return f"no {name} data here" + (f" ({why})" if why else "") + f"; fedbench data get {name}"
 
