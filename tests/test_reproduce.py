@@ -243,7 +243,7 @@ def test_the_cut_scale_is_the_committed_table_files(tmp_path):
 def test_a_table_whose_data_is_not_here_is_skipped_with_the_command_that_gets_it(
     tmp_path, monkeypatch, private_cache
 ):
-    """SFL's CIFAR-10 table on a machine without CIFAR-10: listed as not here with `fedbench
+    """SFL's CIFAR-10 table on a machine without CIFAR-10: listed as skipped with `fedbench
     data get cifar10`, none of its runs planned (a reproduction never downloads: under a budget
     the download would spend it, and with no network every run would fail)."""
     monkeypatch.setenv("FEDBENCH_DATA", str(tmp_path / "data"))
@@ -252,7 +252,7 @@ def test_a_table_whose_data_is_not_here_is_skipped_with_the_command_that_gets_it
     r = invoke("reproduce", "sfl", "--tables", "sfl", "--dataset", "cifar10", "--results",
                tmp_path / "r", "--dry-run")  # fmt: skip
     assert r.exit_code == 0, r.output
-    assert "not here: sfl (cifar10): no cifar10 data here; fedbench data get cifar10" in r.output
+    assert "skipped: sfl (cifar10): no cifar10 data here; fedbench data get cifar10" in r.output
     assert "in all: 0 runs to do" in r.output
 
 
@@ -281,3 +281,17 @@ def test_runs_quicker_than_their_estimate_leave_time_for_more(monkeypatch):
     monkeypatch.setattr(budget.Deadline, "arm", lambda self, s=0.0: None)
     out = execute.run_units(rp, None, deadline, jobs=1, level="quiet")
     assert ran == [2, 2] and not out.budget_ended
+
+
+def test_a_table_whose_cells_fix_their_rounds_is_not_run_at_the_quick_scale(tmp_path):
+    """sfl-fmnist-lr's cells fix 250 rounds (a cell's own values win over --set): at the quick
+    scale its 60 runs would take the paper's time, so it is skipped with why."""
+    specs = plan_mod.choose_tables(["sfl"], False, "sfl-fmnist-lr,quadratic", None)
+    rp = plan_mod.build_plan(specs, None, "quick", tmp_path / "r")
+    lr = next(u for u in rp.units if u.spec.name == "sfl-fmnist-lr")
+    assert lr.missing.startswith("its cells fix their rounds (250 a run)") and not lr.own
+    assert all(c.rounds == plan_mod.QUICK_ROUNDS for c in rp.todo) and rp.todo
+    from fedbench.reproduce.screen import closing_lines, plan_lines
+
+    assert any(line.endswith("not quick") for line in plan_lines(rp, "cheapest", 1))
+    assert "skipped (not quick): sfl-fmnist-lr (fmnist)" in closing_lines(rp, None, "x")

@@ -75,7 +75,8 @@ class Unit:
     own: list = field(default_factory=list)  # the runs this unit runs (not an earlier one)
     done: int = 0
     busy: int = 0
-    missing: str | None = None  # its data is not here: why (its runs cannot run)
+    missing: str | None = None  # why its runs cannot run here (its data is not here, ...)
+    label: str = "no data"  # the screen's word for missing
     seconds: float | None = 0.0  # expected time of `own` (None: some have no estimate)
     scale_note: str | None = None
 
@@ -161,6 +162,8 @@ def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip"
             sel, note = unit_selection(spec, ds, scale, folder)
             configs, unavailable = table_configs(spec, sel)
             rp.units.append(Unit(spec, ds, sel, configs, unavailable, scale_note=note))
+            if scale == "quick":
+                _check_quick(rp.units[-1])
     everything = dedupe([c for u in rp.units for c in u.configs])
     with _no_download():  # a plan reads what is here; the runs fetch their data themselves
         rp.plan = plan_sweep(everything, folder, on_error=on_error, shipped=rp.shipped)
@@ -173,6 +176,17 @@ def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip"
     _check_data(rp.units)
     _order(rp, order)
     return rp
+
+
+def _check_quick(u: Unit) -> None:
+    """A table whose cells fix their own rounds (sfl-fmnist-lr: 250) is not run at the quick
+    scale: its runs would take the paper's time, and at fewer rounds the table would not find
+    them."""
+    longest = max((c.rounds for c in u.configs), default=0)
+    if longest > QUICK_ROUNDS:
+        u.missing = (f"its cells fix their rounds ({longest:,} a run), not the quick scale's "
+                     f"{QUICK_ROUNDS}; --scale cut or paper runs it")  # fmt: skip
+        u.label = "not quick"
 
 
 @contextmanager
@@ -195,7 +209,7 @@ def _check_data(units) -> None:
     from fedbench.resources import missing_data
 
     for u in units:
-        if u.todo:
+        if u.todo and not u.missing:
             errors, notes = missing_data(u.todo, download=False)
             first = (errors or notes or [None])[0]
             u.missing = _short(first, u.dataset, bool(errors)) if first else None
@@ -204,7 +218,7 @@ def _check_data(units) -> None:
 def _short(error: str, dataset: str, refused: bool = True) -> str:
     why = error.rsplit("[", 1)[-1].rstrip("]") if error.endswith("]") and refused else ""
     name = error.split(" not found", 1)[0] if " not found" in error else dataset
-    return f"no {name} data here" + (f" ({why})" if why else "") + f"; fedbench data get {name}"
+    return f"no {name} data here" + (f", {why}" if why else "") + f"; fedbench data get {name}"
 
 
 def _order(rp: ReproPlan, order: str) -> None:

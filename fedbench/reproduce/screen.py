@@ -21,7 +21,7 @@ def plan_lines(rp: ReproPlan, order: str, jobs: int) -> list[str]:
     rows = [["table", "runs", "done", "to do", "rounds", "expected"]]
     for u in rp.units:
         if u.missing:
-            expected = "no data"
+            expected = u.label
         elif not u.own:
             expected = "done" if u.complete else "shared"
         else:
@@ -77,7 +77,7 @@ def _notes(rp: ReproPlan, order: str) -> list[str]:
     )
     for u in rp.units:
         if u.missing:
-            out.append(f"not here: {u.name}: {u.missing}")
+            out.append(f"skipped: {u.name}: {u.missing}")
         if u.scale_note:
             out.append(f"{u.name}: {u.scale_note}")
         for reason, n in u.unavailable.items():
@@ -92,9 +92,9 @@ def closing_lines(rp: ReproPlan, stopped: str | None, command: str) -> list[str]
     lines = [f"complete: {', '.join(complete) or 'none'}"]
     if partial:
         lines.append(f"partial: {', '.join(partial)}")
-    missing = [u.name for u in rp.units if u.missing]
-    if missing:
-        lines.append(f"not here (no data): {', '.join(missing)}")
+    for label in dict.fromkeys(u.label for u in rp.units if u.missing):
+        names = [u.name for u in rp.units if u.missing and u.label == label]
+        lines.append(f"skipped ({label}): {', '.join(names)}")
     if stopped:
         lines.append(f"{stopped}; to continue: {command}")
     elif partial:
