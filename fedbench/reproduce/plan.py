@@ -16,6 +16,9 @@ from fedbench.identity import run_id
 SCALES = ("paper", "cut", "quick")
 ORDERS = ("cheapest", "listed")
 QUICK_ROUNDS = 2  # quick: the first seed, this many rounds: the pipeline end to end in minutes
+# quick, lighter still where every run of a table stays valid (the first that does): smaller
+# devices (FedLGA's FMNIST tables: 7.5x less work a round), else one local epoch (FedSoftMax's)
+QUICK_LIGHTER = (("num_clients=600",), ("local_epochs=1",))
 QUICK_DIR = "quick"  # quick runs live in RESULTS/quick, never beside paper-scale ones
 
 
@@ -122,8 +125,7 @@ def unit_selection(spec, dataset: str, scale: str, results: Path):
     from fedbench.tables.selection import make_selection
 
     if scale == "quick":
-        sets = (f"rounds={QUICK_ROUNDS}",)
-        return make_selection(dataset, spec.seeds[:1], None, sets, results), None
+        return quick_selection(spec, dataset, results), None
     if scale == "cut":
         sel = committed_selection(spec.name, dataset, str(results))
         if sel is not None:
@@ -131,6 +133,22 @@ def unit_selection(spec, dataset: str, scale: str, results: Path):
         note = "no committed table file: at the paper's scale"
         return make_selection(dataset, None, None, (), results), note
     return make_selection(dataset, None, None, (), results), None
+
+
+def quick_selection(spec, dataset: str, results: Path):
+    """The quick scale's selection: the first seed, QUICK_ROUNDS rounds, and the first of
+    QUICK_LIGHTER that leaves every run of the table valid (a cell's own values win)."""
+    from fedbench.sweep import table_configs
+    from fedbench.tables.selection import make_selection
+
+    base = (f"rounds={QUICK_ROUNDS}",)
+    plain = make_selection(dataset, spec.seeds[:1], None, base, results)
+    wanted = len(table_configs(spec, plain)[0])
+    for lighter in QUICK_LIGHTER:
+        sel = make_selection(dataset, spec.seeds[:1], None, base + lighter, results)
+        if len(table_configs(spec, sel)[0]) == wanted:
+            return sel
+    return plain
 
 
 def committed_selection(name: str, dataset: str, results: str):
