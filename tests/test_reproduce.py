@@ -253,7 +253,7 @@ def test_a_table_whose_data_is_not_here_is_skipped_with_the_command_that_gets_it
                tmp_path / "r", "--dry-run")  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "skipped: sfl (cifar10): no cifar10 data here; fedbench data get cifar10" in r.output
-    assert "in all: 0 runs to do" in r.output
+    assert "in all: 0 runs to do; 0 tables, every run done, 1 skipped" in r.output
 
 
 def test_runs_quicker_than_their_estimate_leave_time_for_more(monkeypatch):

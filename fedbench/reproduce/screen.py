@@ -45,7 +45,9 @@ def total_line(rp: ReproPlan, jobs: int) -> str:
     wanted = [config_hash(c) for u in rp.units if not u.missing for c in u.todo]
     shared = len(wanted) - len(set(wanted))
     if not todo:
-        return f"in all: 0 runs to do; {len(rp.units)} tables, every run done"
+        skipped = sum(bool(u.missing) for u in rp.units)
+        done = f"{len(rp.units) - skipped} tables, every run done"
+        return "in all: 0 runs to do; " + done + (f", {skipped} skipped" if skipped else "")
     guess = rp.estimate
     if guess is None or not guess.timed:
         when = "unknown: no finished run comparable to these settings on any device"
