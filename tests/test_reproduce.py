@@ -295,3 +295,14 @@ def test_a_table_whose_cells_fix_their_rounds_is_not_run_at_the_quick_scale(tmp_
 
     assert any(line.endswith("not quick") for line in plan_lines(rp, "cheapest", 1))
     assert "skipped (not quick): sfl-fmnist-lr (fmnist)" in closing_lines(rp, None, "x")
+
+
+def test_the_quick_scale_is_lighter_where_every_run_stays_valid(tmp_path):
+    """FedProx's Synthetic tables: one local epoch instead of 20 (FLOPs cut, every run valid);
+    the quadratic tables, whose FLOPs are not known lighter, keep theirs."""
+    from fedbench.tables import get_table
+
+    sel = plan_mod.quick_selection(get_table("dissimilarity"), "synthetic-iid", tmp_path)
+    assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS), "local_epochs": "1"}
+    sel = plan_mod.quick_selection(get_table("quadratic"), "quadratic", tmp_path)
+    assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS)}

@@ -16,8 +16,9 @@ from fedbench.identity import run_id
 SCALES = ("paper", "cut", "quick")
 ORDERS = ("cheapest", "listed")
 QUICK_ROUNDS = 2  # quick: the first seed, this many rounds: the pipeline end to end in minutes
-# quick, lighter still where every run of a table stays valid (the first that does): smaller
-# devices (FedLGA's FMNIST tables: 7.5x less work a round), else one local epoch (FedSoftMax's)
+# quick, lighter still where every run of a table stays valid and its FLOPs fall (the first
+# that does): smaller devices (FedLGA's FMNIST tables: 7.5x less work a round), else one local
+# epoch (FedSoftMax's 2, FedProx's 20)
 QUICK_LIGHTER = (("num_clients=600",), ("local_epochs=1",))
 QUICK_DIR = "quick"  # quick runs live in RESULTS/quick, never beside paper-scale ones
 
@@ -143,12 +144,22 @@ def quick_selection(spec, dataset: str, results: Path):
 
     base = (f"rounds={QUICK_ROUNDS}",)
     plain = make_selection(dataset, spec.seeds[:1], None, base, results)
-    wanted = len(table_configs(spec, plain)[0])
+    wanted = table_configs(spec, plain)[0]
     for lighter in QUICK_LIGHTER:
         sel = make_selection(dataset, spec.seeds[:1], None, base + lighter, results)
-        if len(table_configs(spec, sel)[0]) == wanted:
+        configs = table_configs(spec, sel)[0]
+        flops = _flops(configs)
+        if len(configs) == len(wanted) and 0 < flops < math.inf and flops <= 0.6 * _flops(wanted):
             return sel
     return plain
+
+
+def _flops(configs) -> float:
+    """The configs' FLOPs (rates.round_flops; inf where one has none: not known lighter)."""
+    from fedbench.sweep.rates import round_flops
+
+    each = [round_flops(c) for c in configs]
+    return math.inf if None in each else sum(f * c.rounds for f, c in zip(each, configs))
 
 
 def committed_selection(name: str, dataset: str, results: str):
