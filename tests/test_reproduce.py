@@ -298,11 +298,13 @@ def test_a_table_whose_cells_fix_their_rounds_is_not_run_at_the_quick_scale(tmp_
 
 
 def test_the_quick_scale_is_lighter_where_every_run_stays_valid(tmp_path):
-    """FedProx's Synthetic tables: one local epoch instead of 20 (FLOPs cut, every run valid);
+    """FedProx's Synthetic tables: one local epoch instead of 20 on 5 devices a round instead of
+    10 (FLOPs cut, every run valid);
     the quadratic tables, whose FLOPs are not known lighter, keep theirs."""
     from fedbench.tables import get_table
 
     sel = plan_mod.quick_selection(get_table("dissimilarity"), "synthetic-iid", tmp_path)
-    assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS), "local_epochs": "1"}
+    assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS), "local_epochs": "1",
+                        "clients_per_round": "5"}  # fmt: skip
     sel = plan_mod.quick_selection(get_table("quadratic"), "quadratic", tmp_path)
     assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS)}
