@@ -238,3 +238,73 @@ def test_the_cut_scale_is_the_committed_table_files(tmp_path):
     assert sel.sets == {"K": "10", "rounds": "25"}
     sel, note = plan_mod.unit_selection(get_table("r90"), "fmnist", "cut", tmp_path)
     assert sel.seeds is None and note == "no committed table file: at the paper's scale"
+
+
+def test_a_table_whose_data_is_not_here_is_skipped_with_the_command_that_gets_it(
+    tmp_path, monkeypatch, private_cache
+):
+    """SFL's CIFAR-10 table on a machine without CIFAR-10: listed as skipped with `fedbench
+    data get cifar10`, none of its runs planned (a reproduction never downloads: under a budget
+    the download would spend it, and with no network every run would fail)."""
+    monkeypatch.setenv("FEDBENCH_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("FEDBENCH_NO_DOWNLOAD", raising=False)  # downloadable, yet not fetched
+    monkeypatch.chdir(tmp_path)
+    r = invoke("reproduce", "sfl", "--tables", "sfl", "--dataset", "cifar10", "--results",
+               tmp_path / "r", "--dry-run")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "skipped: sfl (cifar10): no cifar10 data here; fedbench data get cifar10" in r.output
+    assert "in all: 0 runs to do; 0 tables, every run done, 1 skipped" in r.output
+
+
+def test_runs_quicker_than_their_estimate_leave_time_for_more(monkeypatch):
+    """The runs that fit are fitted again as they end: four 5 s runs in 12 s, each batch done
+    in 1 s, all run (fitted once, two would run and the budget would end)."""
+    from fedbench.assembly import build_config
+    from fedbench.reproduce import execute
+    from fedbench.sweep.rates import Rates
+
+    now = [0.0]
+    deadline = budget.Deadline(12, clock=lambda: now[0])
+    rates = Rates()
+    cfgs = [build_config("default", None, {"seed": s}) for s in range(4)]  # 50 rounds each
+    rates.add("dev", cfgs[0].to_dict(), 0.1)  # 5 s a run
+    unit = plan_mod.Unit(spec=None, dataset="d", selection=None, configs=cfgs, todo=cfgs,
+                         own=cfgs)  # fmt: skip
+    rp = plan_mod.ReproPlan([unit], Path("r"), "paper", False, rates=rates, device="dev")
+    ran: list = []
+
+    def run_unit(rp, unit, runs, executor, level, out):
+        ran.append(len(runs))
+        now[0] += 1.0
+
+    monkeypatch.setattr(execute, "_run_unit", run_unit)
+    monkeypatch.setattr(budget.Deadline, "arm", lambda self, s=0.0: None)
+    out = execute.run_units(rp, None, deadline, jobs=1, level="quiet")
+    assert ran == [2, 2] and not out.budget_ended
+
+
+def test_a_table_whose_cells_fix_their_rounds_is_not_run_at_the_quick_scale(tmp_path):
+    """sfl-fmnist-lr's cells fix 250 rounds (a cell's own values win over --set): at the quick
+    scale its 60 runs would take the paper's time, so it is skipped with why."""
+    specs = plan_mod.choose_tables(["sfl"], False, "sfl-fmnist-lr,quadratic", None)
+    rp = plan_mod.build_plan(specs, None, "quick", tmp_path / "r")
+    lr = next(u for u in rp.units if u.spec.name == "sfl-fmnist-lr")
+    assert lr.missing.startswith("its cells fix their rounds (250 a run)") and not lr.own
+    assert all(c.rounds == plan_mod.QUICK_ROUNDS for c in rp.todo) and rp.todo
+    from fedbench.reproduce.screen import closing_lines, plan_lines
+
+    assert any(line.endswith("not quick") for line in plan_lines(rp, "cheapest", 1))
+    assert "skipped (not quick): sfl-fmnist-lr (fmnist)" in closing_lines(rp, None, "x")
+
+
+def test_the_quick_scale_is_lighter_where_every_run_stays_valid(tmp_path):
+    """FedProx's Synthetic tables: one local epoch instead of 20 on 5 devices a round instead of
+    10 (FLOPs cut, every run valid);
+    the quadratic tables, whose FLOPs are not known lighter, keep theirs."""
+    from fedbench.tables import get_table
+
+    sel = plan_mod.quick_selection(get_table("dissimilarity"), "synthetic-iid", tmp_path)
+    assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS), "local_epochs": "1",
+                        "clients_per_round": "5"}  # fmt: skip
+    sel = plan_mod.quick_selection(get_table("quadratic"), "quadratic", tmp_path)
+    assert sel.sets == {"rounds": str(plan_mod.QUICK_ROUNDS)}

@@ -39,20 +39,17 @@ def fitting(configs: list, rates, device: str, left: float, jobs: int) -> list:
 
 
 def run_units(rp: ReproPlan, executor, deadline, jobs: int, level: str) -> Outcome:
-    """Each unit's own runs as one sweep, in the plan's order. A stop from the deadline ends
-    the loop (budget_ended); a signal's stop is raised again. A unit whose runs do not all fit
-    the time left runs the runs that fit, and no unit after it starts."""
+    """Each unit's own runs as sweeps, in the plan's order. A stop from the deadline ends the
+    loop (budget_ended); a signal's stop is raised again. A unit whose runs do not all fit the
+    time left runs the runs that fit (fitted again as they end), and no unit after it starts."""
     from fedbench.reproduce.plan import round_seconds
 
     out = Outcome()
     deadline.arm(round_seconds(rp))
     try:
         for unit in rp.runnable:
-            runs = fitting(unit.own, rp.rates, rp.device, deadline.left(), jobs)
-            if runs:
-                _run_unit(rp, unit, runs, executor, level, out)
-            if len(runs) < len(unit.own):  # the rest would not end in time
-                out.budget_ended = True
+            if not _run_fitting(rp, unit, executor, deadline, jobs, level, out):
+                out.budget_ended = True  # the rest would not end in time
                 break
     except KeyboardInterrupt:
         if not deadline.expired:
@@ -62,6 +59,21 @@ def run_units(rp: ReproPlan, executor, deadline, jobs: int, level: str) -> Outco
         deadline.disarm()
     out.not_started = len(rp.todo) - sum(len(r.outcomes) for r in out.reports)
     return out
+
+
+def _run_fitting(rp: ReproPlan, unit: Unit, executor, deadline, jobs: int, level: str,
+                 out: Outcome) -> bool:  # fmt: skip
+    """A unit's runs, as many at a time as the time left fits, fitted again after each batch
+    (runs quicker than their estimate leave time for more); False when a run is left that
+    would not end in time."""
+    left = list(unit.own)
+    while left:
+        runs = fitting(left, rp.rates, rp.device, deadline.left(), jobs)
+        if not runs:
+            return False
+        _run_unit(rp, unit, runs, executor, level, out)
+        left = left[len(runs) :]
+    return True
 
 
 def _run_unit(rp: ReproPlan, unit: Unit, runs: list, executor, level: str, out: Outcome):

@@ -16,6 +16,14 @@ from fedbench.identity import run_id
 SCALES = ("paper", "cut", "quick")
 ORDERS = ("cheapest", "listed")
 QUICK_ROUNDS = 2  # quick: the first seed, this many rounds: the pipeline end to end in minutes
+# quick, lighter still where every run of a table stays valid and its FLOPs fall (the first
+# that does): smaller devices (FedLGA's FMNIST tables: 7.5x less work a round), else one local
+# epoch (FedSoftMax's 2, FedProx's 20) on 5 devices a round, else one local epoch
+QUICK_LIGHTER = (
+    ("num_clients=600",),
+    ("local_epochs=1", "clients_per_round=5"),
+    ("local_epochs=1",),
+)
 QUICK_DIR = "quick"  # quick runs live in RESULTS/quick, never beside paper-scale ones
 
 
@@ -75,7 +83,8 @@ class Unit:
     own: list = field(default_factory=list)  # the runs this unit runs (not an earlier one)
     done: int = 0
     busy: int = 0
-    missing: str | None = None  # its data is not here: why (its runs cannot run)
+    missing: str | None = None  # why its runs cannot run here (its data is not here, ...)
+    label: str = "no data"  # the screen's word for missing
     seconds: float | None = 0.0  # expected time of `own` (None: some have no estimate)
     scale_note: str | None = None
 
@@ -121,8 +130,7 @@ def unit_selection(spec, dataset: str, scale: str, results: Path):
     from fedbench.tables.selection import make_selection
 
     if scale == "quick":
-        sets = (f"rounds={QUICK_ROUNDS}",)
-        return make_selection(dataset, spec.seeds[:1], None, sets, results), None
+        return quick_selection(spec, dataset, results), None
     if scale == "cut":
         sel = committed_selection(spec.name, dataset, str(results))
         if sel is not None:
@@ -130,6 +138,32 @@ def unit_selection(spec, dataset: str, scale: str, results: Path):
         note = "no committed table file: at the paper's scale"
         return make_selection(dataset, None, None, (), results), note
     return make_selection(dataset, None, None, (), results), None
+
+
+def quick_selection(spec, dataset: str, results: Path):
+    """The quick scale's selection: the first seed, QUICK_ROUNDS rounds, and the first of
+    QUICK_LIGHTER that leaves every run of the table valid (a cell's own values win)."""
+    from fedbench.sweep import table_configs
+    from fedbench.tables.selection import make_selection
+
+    base = (f"rounds={QUICK_ROUNDS}",)
+    plain = make_selection(dataset, spec.seeds[:1], None, base, results)
+    wanted = table_configs(spec, plain)[0]
+    for lighter in QUICK_LIGHTER:
+        sel = make_selection(dataset, spec.seeds[:1], None, base + lighter, results)
+        configs = table_configs(spec, sel)[0]
+        flops = _flops(configs)
+        if len(configs) == len(wanted) and 0 < flops < math.inf and flops <= 0.6 * _flops(wanted):
+            return sel
+    return plain
+
+
+def _flops(configs) -> float:
+    """The configs' FLOPs (rates.round_flops; inf where one has none: not known lighter)."""
+    from fedbench.sweep.rates import round_flops
+
+    each = [round_flops(c) for c in configs]
+    return math.inf if None in each else sum(f * c.rounds for f, c in zip(each, configs))
 
 
 def committed_selection(name: str, dataset: str, results: str):
@@ -161,6 +195,8 @@ def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip"
             sel, note = unit_selection(spec, ds, scale, folder)
             configs, unavailable = table_configs(spec, sel)
             rp.units.append(Unit(spec, ds, sel, configs, unavailable, scale_note=note))
+            if scale == "quick":
+                _check_quick(rp.units[-1])
     everything = dedupe([c for u in rp.units for c in u.configs])
     with _no_download():  # a plan reads what is here; the runs fetch their data themselves
         rp.plan = plan_sweep(everything, folder, on_error=on_error, shipped=rp.shipped)
@@ -173,6 +209,17 @@ def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip"
     _check_data(rp.units)
     _order(rp, order)
     return rp
+
+
+def _check_quick(u: Unit) -> None:
+    """A table whose cells fix their own rounds (sfl-fmnist-lr: 250) is not run at the quick
+    scale: its runs would take the paper's time, and at fewer rounds the table would not find
+    them."""
+    longest = max((c.rounds for c in u.configs), default=0)
+    if longest > QUICK_ROUNDS:
+        u.missing = (f"its cells fix their rounds ({longest:,} a run), not the quick scale's "
+                     f"{QUICK_ROUNDS}; --scale cut or paper runs it")  # fmt: skip
+        u.label = "not quick"
 
 
 @contextmanager
@@ -189,20 +236,22 @@ def _no_download():
 
 
 def _check_data(units) -> None:
-    """A unit whose data is not here and cannot be downloaded is left out, with why (short:
-    the dataset, why not, and the command that gets it)."""
+    """A unit whose data is not here is left out, with why (short: the dataset, why not, and
+    the command that gets it). A reproduction never downloads: a download under a budget would
+    spend it, and a machine with no network would fail every run of the unit."""
     from fedbench.resources import missing_data
 
     for u in units:
-        if u.todo:
-            errors, _ = missing_data(u.todo, download=False)
-            u.missing = _short(errors[0], u.dataset) if errors else None
+        if u.todo and not u.missing:
+            errors, notes = missing_data(u.todo, download=False)
+            first = (errors or notes or [None])[0]
+            u.missing = _short(first, u.dataset, bool(errors)) if first else None
 
 
-def _short(error: str, dataset: str) -> str:
-    why = error.rsplit("[", 1)[-1].rstrip("]") if error.endswith("]") else ""
+def _short(error: str, dataset: str, refused: bool = True) -> str:
+    why = error.rsplit("[", 1)[-1].rstrip("]") if error.endswith("]") and refused else ""
     name = error.split(" not found", 1)[0] if " not found" in error else dataset
-    return f"no {name} data here" + (f" ({why})" if why else "") + f"; fedbench data get {name}"
+    return f"no {name} data here" + (f", {why}" if why else "") + f"; fedbench data get {name}"
 
 
 def _order(rp: ReproPlan, order: str) -> None:

@@ -21,7 +21,7 @@ def plan_lines(rp: ReproPlan, order: str, jobs: int) -> list[str]:
     rows = [["table", "runs", "done", "to do", "rounds", "expected"]]
     for u in rp.units:
         if u.missing:
-            expected = "no data"
+            expected = u.label
         elif not u.own:
             expected = "done" if u.complete else "shared"
         else:
@@ -45,7 +45,9 @@ def total_line(rp: ReproPlan, jobs: int) -> str:
     wanted = [config_hash(c) for u in rp.units if not u.missing for c in u.todo]
     shared = len(wanted) - len(set(wanted))
     if not todo:
-        return f"in all: 0 runs to do; {len(rp.units)} tables, every run done"
+        skipped = sum(bool(u.missing) for u in rp.units)
+        done = f"{len(rp.units) - skipped} tables, every run done"
+        return "in all: 0 runs to do; " + done + (f", {skipped} skipped" if skipped else "")
     guess = rp.estimate
     if guess is None or not guess.timed:
         when = "unknown: no finished run comparable to these settings on any device"
@@ -77,7 +79,7 @@ def _notes(rp: ReproPlan, order: str) -> list[str]:
     )
     for u in rp.units:
         if u.missing:
-            out.append(f"not here: {u.name}: {u.missing}")
+            out.append(f"skipped: {u.name}: {u.missing}")
         if u.scale_note:
             out.append(f"{u.name}: {u.scale_note}")
         for reason, n in u.unavailable.items():
@@ -92,9 +94,9 @@ def closing_lines(rp: ReproPlan, stopped: str | None, command: str) -> list[str]
     lines = [f"complete: {', '.join(complete) or 'none'}"]
     if partial:
         lines.append(f"partial: {', '.join(partial)}")
-    missing = [u.name for u in rp.units if u.missing]
-    if missing:
-        lines.append(f"not here (no data): {', '.join(missing)}")
+    for label in dict.fromkeys(u.label for u in rp.units if u.missing):
+        names = [u.name for u in rp.units if u.missing and u.label == label]
+        lines.append(f"skipped ({label}): {', '.join(names)}")
     if stopped:
         lines.append(f"{stopped}; to continue: {command}")
     elif partial:

@@ -12,11 +12,16 @@ round's work (RATE_FIELDS); its rate is the median over its runs. A config's rat
 3. flops: the runs of the nearest setting of the same dataset and model (here, else on another
    device as in 2), times the ratio of their FLOPs a round (round_flops: resized inputs and the
    local steps counted).
-A config with none of these (a dataset and model never run anywhere) has no estimate. On a CPU
-the rate is scaled by the machine's load now (load_factor): rates are taken as measured quiet."""
+A config with none of these (a dataset and model never run anywhere) has no estimate. The rates
+are taken as their runs measured them, under the load the machine had then: the records do not
+carry it, and scaling them by the load now as well counted a busy machine twice (measured: the
+shipped FMNIST runs of table sfl-fmnist-lr, 0.29 s a round under the campaign's load, ran at
+0.15 s at load 3.5 and 0.38 s at load 9.6; x1.75 and x4.8 for the load now said 0.50 and 1.38 s).
+fedbench.sweep.accuracy sets each shipped run's estimate beside its measured time."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -42,8 +47,18 @@ RATE_FIELDS = (
     "eval_local",
     "dtype",
     "method",
+    # a round's work also grows with the devices' sizes (their number and partition) and the
+    # slow devices' share of it (table tau's, stragglers)
+    "num_clients",
+    "partition",
+    "hetero",
+    "tau_max",
+    "slow_work",
+    "stragglers",
 )
 FAMILY = 2  # RATE_FIELDS[:FAMILY]: what a FLOPs scaling keeps (dataset and model)
+METHOD = RATE_FIELDS.index("method")
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunConfig)}
 _THREADS = re.compile(r", \d+ threads?\)$")
 
 
@@ -53,7 +68,9 @@ def device_label(name: str | None) -> str:
 
 
 def rate_key(config: dict) -> tuple:
-    return tuple(str(config.get(f)) for f in RATE_FIELDS)
+    """The setting of a config dict; a field an older record lacks takes its default (a record
+    without eval_local is a run without it)."""
+    return tuple(str(config.get(f, _DEFAULTS.get(f))) for f in RATE_FIELDS)
 
 
 def run_rate(meta: dict) -> float | None:
@@ -101,7 +118,7 @@ class Estimate:
     used: dict = field(default_factory=dict)  # (device, setting) -> its runs, each used
     devices: set = field(default_factory=set)  # other devices whose runs were used
     untimed: list = field(default_factory=list)  # (dataset, model) with no comparable run
-    load: str = ""  # the load factor applied, said (empty: none)
+    load: str = ""  # this machine's load now, said (not applied: the module's docstring)
 
     @property
     def runs(self) -> int:
@@ -177,21 +194,15 @@ class Rates:
         how = "device" if factor is not None else "unscaled"
         return statistics.median(found) * (factor or 1.0), how, len(found), other
 
-    def config_rate(self, cfg: RunConfig, device: str):
-        """(seconds a round, how, runs used, their device, their setting) of cfg, or None; on
-        a CPU, at this machine's load (load_factor)."""
-        found = self._config_rate(cfg, device)
-        if found is None or not device.startswith("cpu"):
-            return found
-        return (found[0] * self.load()[0], *found[1:])
-
     def load(self) -> tuple[float, str]:
         """load_factor(), read once."""
         if self._load is None:
             self._load = load_factor()
         return self._load
 
-    def _config_rate(self, cfg: RunConfig, device: str):
+    def config_rate(self, cfg: RunConfig, device: str):
+        """(seconds a round, how, runs used, their device, their setting) of cfg, or None: at
+        the load its runs ran under (the module's docstring)."""
         key = rate_key(cfg.to_dict())
         found = self.per_round(key, device)
         if found is not None:
@@ -205,8 +216,8 @@ class Rates:
             theirs = _flops_of(self.configs[k])
             rate = self.per_round(k, device)
             if theirs and rate is not None:
-                here_first = rate[1] != "here"
-                scored.append((here_first, abs(math.log(flops / theirs)), k, theirs, rate))
+                scored.append((_likeness(key, k, rate[1]), abs(math.log(flops / theirs)), k,
+                               theirs, rate))  # fmt: skip
         if not scored:
             return None
         _, _, k, theirs, (sec, how, n, other) = min(scored, key=lambda s: s[:2])
@@ -231,10 +242,19 @@ class Rates:
         return out
 
 
+def _likeness(key: tuple, theirs: tuple, how: str) -> tuple:
+    """How far a like setting is from key, most telling first: runs on this device, the same
+    method (SFL's chain, SAM's second pass, FedDyn's terms cost more than their FLOPs say),
+    the fewest other fields apart."""
+    apart = sum(a != b for a, b in zip(key, theirs))
+    return how != "here", key[METHOD] != theirs[METHOD], apart
+
+
 def load_factor() -> tuple[float, str]:
-    """(how much slower a run is now than on a quiet machine, why): a one-thread run gets
-    cores / load of the CPUs when the 1-minute load is above the cores (measured: at load 9.9
-    on 2 cores, FedProx's synthetic runs took 4.8x their quiet rate; this says 4.95x)."""
+    """(how much slower a one-thread run is now than on a quiet machine, said): cores / load of
+    the CPUs when the 1-minute load is above the cores (at load 9.9 on 2 cores FedProx's
+    synthetic runs took 4.8x their quiet rate; this says 4.95x). Said beside an estimate, not
+    applied to it: the rates' own load is not recorded (the module's docstring)."""
     try:
         load = os.getloadavg()[0]
         cores = len(os.sched_getaffinity(0))
@@ -243,7 +263,10 @@ def load_factor() -> tuple[float, str]:
     factor = max(1.0, load / max(1, cores))
     if factor < 1.05:
         return 1.0, ""
-    return factor, f"x{factor:.1f} for this machine's load ({load:.1f} on {cores} cores)"
+    return factor, (
+        f"rates as measured under their runs' load (this machine's now: {load:.1f} on {cores} "
+        f"cores, x{factor:.1f} a quiet run's time)"
+    )
 
 
 _FLOPS: dict[str, float | None] = {}
