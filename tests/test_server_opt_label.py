@@ -23,6 +23,8 @@ def test_the_run_id_summary_and_legend_name_the_server_optimizer(tmp_path):
     res = tmp_path / "r"
     r = train(res, "server_opt=adam", "server_lr=0.03")
     assert r.exit_code == 0 and "warning:" not in r.output, r.output
+    method_row = [ln for ln in r.output.splitlines() if "│ method " in ln]
+    assert len(method_row) == 1 and "fedavg+adam" in method_row[0], r.output  # train's box
     assert train(res).exit_code == 0
     names = sorted(p.name for p in res.iterdir() if p.is_dir() and p.name[0] != ".")
     assert [n.rsplit("-", 1)[0] for n in names] == [

@@ -187,12 +187,13 @@ def _say_interrupted(cfg, results: Path, e: KeyboardInterrupt) -> None:
 def _print_run(cfg, meta: dict, results: Path, wall_seconds: float) -> None:
     from rich.table import Table
 
+    from fedbench.identity import method_label
     from fedbench.tables import console, fmt_cell
 
     s = meta["summary"]
     table = Table(title=f"run {meta['run_id']} ({meta['status']})", show_header=False)
     rows = [
-        ("method", f"{cfg.method} {cfg.method_params or ''}"),
+        ("method", f"{method_label(cfg)} {cfg.method_params or ''}"),  # fedavg+adam
         ("data", meta["data"]["description"]),
         ("device", meta["device_name"]),
         ("rounds", str(s["rounds_run"])),
