@@ -118,7 +118,7 @@ def _target(members) -> float | None:
 def _curves(panels, ps):
     with_paper = _has_paper(panels) and ps.x != "round"  # seconds: paper's beside, as ratios
     n_lines = max(len(m) for m in panels.values())
-    fig, axes = _grid(len(ps.curves), len(panels) + with_paper, n_lines // 4 + 2)
+    fig, axes = _curve_axes(len(ps.curves), len(panels), with_paper, n_lines // 4 + 2)
     legend: dict[str, object] = {}
     for j, (key, members) in enumerate(panels.items()):
         n = len(members)
@@ -155,6 +155,18 @@ def _curves(panels, ps):
         for i in range(1, len(ps.curves)):
             axes[i][-1].axis("off")
     return fig
+
+
+def _curve_axes(n_curves: int, n_panels: int, with_paper: bool, legend_rows: int):
+    """(fig, axes[curve][panel]): one row per curve column; one curve over many panels (SFL's
+    C x K) wraps into rows of 3, as a page holds them."""
+    if n_curves > 1 or with_paper or n_panels <= 4:
+        return _grid(n_curves, n_panels + with_paper, legend_rows)
+    fig, grid = _grid(-(-n_panels // 3), 3, legend_rows)
+    flat = [ax for row in grid for ax in row]
+    for ax in flat[n_panels:]:
+        ax.set_visible(False)
+    return fig, [flat[:n_panels]]
 
 
 def _ratio_bars(ax, members, ps) -> None:
