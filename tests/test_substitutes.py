@@ -46,7 +46,8 @@ def test_the_substitutes_keep_their_tables_protocol():
     imb = [cell_config(c, 0) for c in TABLES["imbalance"].cells("fmnist") if c.kind == "runs"]
     assert {(cfg.partition, cfg.classes_per_client) for cfg in imb} == {("imbalance", 3)}
     # SFL vs PFL on FMNIST: its C, local-step grid and 10 clients a round, a 784-200-10 MLP,
-    # 1000 rounds evaluated every 4 (the paper's spacing), lrs its own (table sfl-fmnist-lr)
+    # 2000 rounds at C = 1 and 1000 at C = 2 (each past its knee), evaluated every 4 (the paper's
+    # spacing), lrs its own (table sfl-fmnist-lr); the grid stays at 250 rounds
     from fedbench.papers.sfl import SFL_LR
 
     cells = [c for c in TABLES["sfl"].cells("fmnist") if c.kind == "runs"]
@@ -55,9 +56,13 @@ def test_the_substitutes_keep_their_tables_protocol():
     assert {cfg.local_steps for _, cfg in cfgs} == {5, 20, 50}
     assert {cfg.classes_per_client for _, cfg in cfgs} == {1, 2}
     assert {
-        (cfg.partition, cfg.clients_per_round, cfg.rounds, cfg.eval_every, cfg.batch_size)
+        (cfg.partition, cfg.clients_per_round, cfg.classes_per_client, cfg.rounds)
         for _, cfg in cfgs
-    } == {("exdir", 10, 1000, 4, 20)}
+    } == {("exdir", 10, 1, 2000), ("exdir", 10, 2, 1000)}
+    assert {(cfg.eval_every, cfg.batch_size) for _, cfg in cfgs} == {(4, 20)}
+    grid = [c for c in TABLES["sfl-fmnist-lr"].cells("fmnist") if c.kind == "runs"]
+    grid = [cell_config(c, 100) for c in grid]
+    assert {cfg.rounds for cfg in grid} == {250}
     lrs = {(cfg.method, cfg.classes_per_client, cfg.local_steps): cfg.lr for _, cfg in cfgs}
     for (m, c, k), lr in lrs.items():
         assert lr == SFL_LR[("fmnist", "mlp", m, c)][(5, 20, 50).index(k)]

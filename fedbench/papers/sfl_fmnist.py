@@ -12,6 +12,7 @@ from fedbench.papers.sfl import (
     SFL_K,
     SFL_LR,
     SFL_SUB_ROUNDS,
+    SFL_SUB_ROUNDS_BY_C,
     SFL_SUB_TUNE_ROUNDS,
 )
 from fedbench.tables.claims import Claim, Verdict
@@ -64,7 +65,8 @@ def _chosen_are_best(v) -> Verdict:
     notes=(
         f"the authors' procedure (spec §5.2): grid {', '.join(f'{x:g}' for x in SFL_LR_GRID)}, "
         f"per method, C and K, at a quarter of the final rounds ({SFL_SUB_TUNE_ROUNDS} of "
-        f"{SFL_SUB_ROUNDS}), one seed; ours is seed {SFL_TUNE_SEED}, which the table does not "
+        f"{SFL_SUB_ROUNDS}; C = 1's final runs later went to {SFL_SUB_ROUNDS_BY_C[1]} to pass "
+        "their knee), one seed; ours is seed {SFL_TUNE_SEED}, which the table does not "
         "use (theirs, 1234, is one of their final seeds).",
         "'best lr': the highest mean of the last 25 evaluations; the preset sfl-fmnist's lrs "
         "(table sfl, dataset fmnist) are these.",
