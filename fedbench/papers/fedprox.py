@@ -252,6 +252,7 @@ ADAPTIVE_MU_CLAIMS = (
     "FedProx (MLSys 2020) Fig. 3",
     "Adaptive mu against fixed mu",
     ("synthetic-iid", "synthetic-1-1"),
+    seeds=FEDPROX_SEEDS_10,
     plot=PlotSpec("curves", "final_train_loss", ("train_loss",), panels="dataset"),
     claims=ADAPTIVE_MU_CLAIMS,
 )
