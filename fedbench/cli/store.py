@@ -113,6 +113,7 @@ def publish(table_name, dataset, seeds, preset, sets, results, calibrated, run_i
         raise FedbenchError("no shipped store here: pass --store FOLDER (or set FEDBENCH_STORE)")
     check_folder(root, "--store")
     check_folder(results, "--results")
+    _check_names(run_ids, group)
     if sum(map(bool, (table_name, run_ids, every_table))) != 1:
         raise FedbenchError("publish what? give one of --table NAME, --run RUN_ID, --every-table")
     if every_table:
@@ -123,7 +124,17 @@ def publish(table_name, dataset, seeds, preset, sets, results, calibrated, run_i
     else:
         jobs = [("runs", run_ids)]
     for stem, what in jobs:
-        _publish_one(root, group or stem, what, results, on_error)
+        _publish_one(root, stem if group is None else group, what, results, on_error)
+
+
+def _check_names(run_ids, group) -> None:
+    """--run '' and --group '' are refused, not read as 'every run' or the default group."""
+    from fedbench.results.publish import check_group
+
+    if any(not r.strip() for r in run_ids):
+        raise FedbenchError("--run '' is empty: give a run's folder name in --results")
+    if group is not None:
+        check_group(group)
 
 
 def _stem(name, dataset, calibrated) -> str:
@@ -165,6 +176,9 @@ def _publish_one(root: Path, group: str, what, results, on_error) -> None:
         wanted = set(what)
         records = [r for r in records if r.run_dir.name in wanted or r.run_id in wanted]
         missing = wanted - {r.run_dir.name for r in records} - {r.run_id for r in records}
+        # a named run left out as damaged (--on-error skip) is said under skipped:, not missing
+        missing = {m for m in missing if not any(str(Path(results) / m) in p
+                                                 for p in index.problems)}  # fmt: skip
         if missing:
             raise FedbenchError(f"no run {sorted(missing)[0]} in {results}")
     counts = add(index, records, root, group, f"fedbench publish (group {group})")

@@ -27,7 +27,6 @@ def publish(index, records, root: Path, group: str, command: str) -> dict:
 
 
 def _publish_locked(index, records, root: Path, group: str, command: str) -> dict:
-    import pyarrow as pa
 
     from fedbench.results.export import export_tables
     from fedbench.results.index import FINISHED, RunIndex
@@ -56,15 +55,28 @@ def _publish_locked(index, records, root: Path, group: str, command: str) -> dic
     refuse_links(folder, root)
     if os.path.lexists(folder / "runs.parquet"):
         # a group shipped before a config field existed: its rows get nulls (= the default)
-        old_runs = store.runs_table(group)  # checked: named if damaged
-        runs = pa.concat_tables([old_runs, runs], promote_options="default")
-        rounds = pa.concat_tables([store.rounds_file(group), rounds], promote_options="default")
+        runs = _merged(store.runs_table(group), runs, folder / "runs.parquet")
+        rounds = _merged(store.rounds_file(group), rounds, folder / "rounds.parquet")
     runs = runs.sort_by("run_id")
     rounds = rounds.sort_by([("run_id", "ascending"), ("round", "ascending")])
     _write_within_budget(store, folder, runs, rounds, command)
     counts["added"] = len(new)
     _DEFAULT.clear()
     return counts
+
+
+def _merged(old, new, path: Path):
+    """The group's rows and the new ones in one table; a column whose type differs (a store
+    file edited by hand) is one line naming the file, not Arrow's merge error."""
+    import pyarrow as pa
+
+    try:
+        return pa.concat_tables([old, new], promote_options="default")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as e:
+        raise FedbenchError(
+            f"shipped store file {path} does not match what publish writes ({str(e).strip()}); "
+            f"restore it from git (git checkout -- {path}) and publish again"
+        ) from None
 
 
 def check_group(group: str) -> None:
