@@ -48,7 +48,8 @@ def environment(sb: Path, extra=None) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "FEDBENCH_NO_DOWNLOAD": "1", "FEDBENCH_STORE": str(sb / "store"),
            "XDG_CACHE_HOME": str(sb / "cache"), "HOME": str(sb / "home"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+           "PYTHONPATH": os.pathsep.join([str(ROOT),
+                                         os.environ.get("PYTHONPATH", "")])}  # fmt: skip
     env.pop("FEDBENCH_PLUGINS", None)
     env.pop("FEDBENCH_DATA", None)
     env.update(extra or {})
@@ -57,7 +58,8 @@ def environment(sb: Path, extra=None) -> dict:
 
 def prepare(base: Path) -> None:
     """What the cases start from, all written by the CLI: res/ (fedavg and fedprox, seed 0),
-    store/g (both published), new/ (the same at seed 1, not published), ck/ (a run SIGTERMed after its first checkpoints)."""
+    store/g (both published), new/ (the same at seed 1, not published), ck/ (a run SIGTERMed
+    after its first checkpoints)."""
     for d in ("cwd", "home", "cache", "out"):
         (base / d).mkdir(parents=True)
     rc, out = fedbench(base, "sweep", "--methods", "fedavg,fedprox", "--seeds", "0", *TINY,

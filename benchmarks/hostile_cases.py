@@ -17,8 +17,9 @@ from pathlib import Path
 
 TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
         "--set", "eval_train=false", "--threads", "1"]  # fmt: skip
-CHECKPOINTED = ["--set", "rounds=150", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
-                "--set", "eval_train=false", "--threads", "1", "--checkpoint-rounds", "1"]  # fmt: skip
+CHECKPOINTED = ["--set", "rounds=150", "--set", "N=6", "--set", "K=3",
+                "--set", "local_steps=2", "--set", "eval_train=false", "--threads", "1",
+                "--checkpoint-rounds", "1"]  # fmt: skip
 ALLOWED = ("res", "new", "store", "out", "cache", "ck")
 
 
@@ -428,7 +429,8 @@ def publish_cases() -> list[Case]:
                       setup=damage_first_run(file, how)))  # fmt: skip
         c.append(Case(P, f"run {file} {label}, --on-error skip",
                       run=cli(publish("--on-error", "skip")), expect="ok",
-                      names=(file, "1 run(s) added"), setup=damage_first_run(file, how)))  # fmt: skip
+                      names=(file, "1 run(s) added"),
+                      setup=damage_first_run(file, how)))  # fmt: skip
     for file, how, label in STORE_DAMAGE:
         c.append(Case(P, f"store g/{file} {label}", run=cli(publish(group="g")),
                       names=(f"g/{file}",), setup=damage_store(file, how)))  # fmt: skip

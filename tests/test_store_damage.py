@@ -83,3 +83,44 @@ def test_a_truncated_rounds_file_is_named_where_its_rounds_are_read(store, tmp_p
     with pytest.warns(UserWarning, match=r"a/rounds.parquet is unreadable"):
         runs, rounds = fedbench.load_runs(tmp_path / "empty", shipped=True)
     assert len(runs) == 1 and set(rounds["run_id"]) == set(runs["run_id"])
+
+
+def test_empty_run_and_group_names_are_refused_before_any_write(store):
+    res, s, names = store
+    before = sorted(p.relative_to(s) for p in s.rglob("*"))
+    for args in (("--run", ""), ("--run", "  "), ("--run", names[0], "--group", "")):
+        r = invoke("publish", *args, "--results", res, "--store", s)
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1, r.output
+    assert sorted(p.relative_to(s) for p in s.rglob("*")) == before
+
+
+def test_a_named_run_skipped_as_damaged_is_said_skipped_not_missing(store, tmp_path):
+    import shutil
+
+    res, s, (fedavg_run, fedprox_run) = store
+    shutil.copytree(res, tmp_path / "R")  # the module's runs stay whole for the other tests
+    res = tmp_path / "R"
+    (res / fedprox_run / "rounds.parquet").write_bytes(b"not parquet")
+    r = invoke("publish", "--run", fedavg_run, "--run", fedprox_run, "--group", "c",
+               "--on-error", "skip", "--results", res, "--store", s)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "no run" not in r.output and "skipped" in r.output and fedprox_run in r.output
+
+
+def test_a_store_column_of_another_type_is_one_line_naming_the_file(store, tmp_path):
+    import pyarrow as pa
+
+    _, s, _ = store
+    res = tmp_path / "R"  # a run the store does not hold yet (seed 1)
+    sweep = [x if x != "0" else "1" for x in SWEEP]
+    assert invoke(*sweep, "--methods", "fedavg", "--quiet", "--results", res).exit_code == 0
+    new = [p.name for p in res.iterdir() if (p / "run.json").is_file()]
+    path = s / "a" / "runs.parquet"
+    t = pq.read_table(path)
+    i = t.column_names.index("seed")
+    pq.write_table(t.set_column(i, "seed", pa.array(["zero"] * len(t))), path)
+    r = invoke("publish", "--run", new[0], "--group", "a", "--results", res, "--store", s)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    error = r.output.strip().splitlines()[-1]
+    assert str(path) in error and "git checkout" in error and "ArrowTypeError" not in error
