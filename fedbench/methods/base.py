@@ -26,7 +26,8 @@ evaluation). A method says, in the order the engine calls it:
   `fedbench methods` lists each method's paths;
 - ``client_final(ctx, res)`` (optional): after local training, before aggregation, on the
   devices' rows (FedJAX's client_final): what each device sends, e.g. a compressed or clipped
-  delta, or per-device state updated from its final model. Returns the (new) LocalResult;
+  delta, or per-device state updated from its final model (SCAFFOLD's c_i, FedDyn's L_i).
+  Returns the (new) LocalResult;
 - ``combine(ctx, res)``: the method's new global model at server learning rate 1 without server
   momentum, plus extra per-round records (scalars or lists) for rounds.parquet. ``aggregate``
   (what the engine calls) applies the server step after it: the run's server optimizer

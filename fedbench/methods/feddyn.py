@@ -5,8 +5,9 @@ Local objective of device i (utils_general.train_feddyn_mdl, spec §4.3):
   alpha_i = alpha / (n_i / n_bar), n_bar = the mean device size over all N devices,
 so the local direction is grad f_i + alpha_i (L_i - theta^t) + alpha_i theta (the code puts
 alpha_i into the optimizer's weight decay; the engine adds cfg.weight_decay to the gradient).
-After training: L_i <- L_i + (theta_i - theta^t). Server: theta^{t+1} = mean_{i in S} theta_i +
-mean_{j in all N} L_j, an unweighted mean as in the code (cfg.aggregation is not used).
+After training (client_final): L_i <- L_i + (theta_i - theta^t). Server: theta^{t+1} =
+mean_{i in S} theta_i + mean_{j in all N} L_j, an unweighted mean as in the code
+(cfg.aggregation is not used).
 
 Signs, checked against the paper. Paper: local objective L_i(theta) - <grad L_i(theta_i^{t-1}),
 theta> + (alpha/2) ||theta - theta^t||^2; state grad L_i(theta_i^t) = grad L_i(theta_i^{t-1}) -
@@ -62,6 +63,10 @@ class FedDyn(Method):
         _, g = grad_fn(w)
         return g.add_(local["feddyn_lin"]).addcmul_(local["feddyn_alpha"], w)
 
-    def combine(self, ctx, res):
+    def client_final(self, ctx, res):
+        # per-device state from each device's final model, before aggregation
         self.L[ctx.clients] += res.delta
+        return res
+
+    def combine(self, ctx, res):
         return res.w.mean(0) + self.L.mean(0), {}

@@ -2,10 +2,11 @@
 
 Local step (spec §4.2): y <- y - lr (g - c_i + c), with g the engine's mini-batch gradient (weight
 decay and clipping included) and c_i, c frozen during the round.
-After local training, with K_i the SGD steps device i actually ran (partial work included) and
-eta_l = the round's lr:  c_i+ = c_i - c + (x - y_i) / (K_i eta_l).
+After local training (client_final), with K_i the SGD steps device i actually ran (partial work
+included) and eta_l = the round's lr:  c_i+ = c_i - c + (x - y_i) / (K_i eta_l), and
+c <- c + (1/N) sum_{i in S} (c_i+ - c_i), N = all devices.
 Server: x <- x + eta_g sum_i p_i (y_i - x) with p_i = ctx.weights (the paper's mean over S under
-aggregation=uniform), then c <- c + (1/N) sum_{i in S} (c_i+ - c_i), N = all devices.
+aggregation=uniform).
 State: c [D] and c_i [N, D], zeros at the start; in round 1 SCAFFOLD is FedAvg.
 
 FedLGA's grid "local variance control c in {5, 10, 20}" (TCYB Table IV) has no clear meaning in
@@ -47,12 +48,17 @@ class Scaffold(Method):
         _, g = grad_fn(w)
         return g.add_(local["scaffold_corr"])
 
-    def combine(self, ctx, res):
+    def client_final(self, ctx, res):
+        # each device's c_i+ from its final model, and c's share of the change (per-device
+        # state: updated here, before aggregation, as FedJAX's client_final does)
         x, ids = ctx.global_w, ctx.clients
         k_eta = (ctx.steps.to(res.w.dtype) * ctx.lr).unsqueeze(1)
         c_old = self.c_i[ids]
         c_new = c_old - self.c + (x - res.w) / k_eta
         self.c = self.c + (c_new - c_old).sum(0) / self.n_clients
         self.c_i[ids] = c_new
+        return res
+
+    def combine(self, ctx, res):
         # x + eta_g sum_i p_i (y_i - x): eta_g is the server step's learning rate
-        return x + weighted_mean(res.delta, ctx.weights), {}
+        return ctx.global_w + weighted_mean(res.delta, ctx.weights), {}

@@ -85,3 +85,33 @@ def test_the_default_hooks_change_nothing():
     res = object()
     assert eng.method.client_final(None, res) is res
     assert eng.method.init(eng.w) is None
+
+
+@pytest.mark.parametrize("method", ["scaffold", "feddyn"])
+def test_per_device_state_is_updated_in_client_final_not_in_combine(method):
+    """SCAFFOLD's c_i (and c) and FedDyn's L_i change in client_final, from each device's final
+    model; combine only reads them (issue 32, item 4)."""
+    eng = quad_engine(method)
+    eng.run_round(1)  # state nonzero from here on
+    m, seen = eng.method, {}
+
+    def snapshot():
+        return {k: v.clone() for k, v in m.state_dict().items()}
+
+    def watch(hook):
+        real = getattr(m, hook)
+
+        def wrapped(ctx, res):
+            before = snapshot()
+            out = real(ctx, res)
+            after = snapshot()
+            seen[hook] = [k for k in before if not torch.equal(before[k], after[k])]
+            return out
+
+        setattr(m, hook, wrapped)
+
+    watch("client_final")
+    watch("combine")
+    eng.run_round(2)
+    assert seen["combine"] == []
+    assert seen["client_final"] == {"scaffold": ["c", "c_i"], "feddyn": ["L"]}[method]
