@@ -263,7 +263,7 @@ def test_report_gathers_tables_verdicts_scale_and_commands(tmp_path):
     )
     assert row in text and "| 0 | cut |" in text
     assert "- scale: cut: rounds 5 (paper 200); N 6 (paper 30); K 3 (paper 10); seeds 0,1" in text
-    assert "(paper 0,1,2)" in text
+    assert "(paper 0,1,2,3,4,5,6,7,8,9)" in text  # stragglers: 10 seeds
     assert (
         "- runs made by: `fedbench sweep --table stragglers --dataset synthetic-1-1 "
         "--preset default --seeds 0,1 --set rounds=5" in text

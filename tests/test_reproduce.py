@@ -100,8 +100,9 @@ def _finished(results: Path, cfg, seconds: float, device: str) -> None:
 
 
 def test_the_plan_and_its_estimate_read_a_hand_made_store(tmp_path, monkeypatch, private_cache):
-    """Four of the six runs of dissimilarity (synthetic-iid) shipped, 40 s each (0.2 s a round)
-    on this device: those are done, the other two are expected to take 2 x 200 x 0.2 s."""
+    """18 of the 20 runs of dissimilarity (synthetic-iid, 2 methods x 10 seeds) shipped, 40 s
+    each (0.2 s a round) on this device: those are done, the other two are expected to take
+    2 x 200 x 0.2 s."""
     from fedbench.sweep import table_configs
     from fedbench.sweep.estimate import this_device
     from fedbench.tables import get_table
@@ -110,9 +111,9 @@ def test_the_plan_and_its_estimate_read_a_hand_made_store(tmp_path, monkeypatch,
     spec = get_table("dissimilarity")
     sel = make_selection("synthetic-iid", None, None, (), tmp_path / "made")
     configs, _ = table_configs(spec, sel)
-    assert len(configs) == 6
+    assert len(configs) == 20
     here = this_device(configs[0])
-    for cfg in configs[:4]:
+    for cfg in configs[:18]:
         _finished(tmp_path / "made", cfg, 40, here)
     store = tmp_path / "store"
     r = invoke("publish", "--table", "dissimilarity", "--dataset", "synthetic-iid", "--results",
@@ -123,7 +124,7 @@ def test_the_plan_and_its_estimate_read_a_hand_made_store(tmp_path, monkeypatch,
                "--results", tmp_path / "fresh", "--dry-run")  # fmt: skip
     assert r.exit_code == 0, r.output
     row = next(line.split() for line in r.output.splitlines() if "dissimilarity (" in line)
-    assert row[2:7] == ["6", "4", "2", "400", "80"], row  # runs, done, to do, rounds, 80 s
+    assert row[2:7] == ["20", "18", "2", "400", "80"], row  # runs, done, to do, rounds, 80 s
     assert f"expected 80 s on {here}" in r.output
     assert "and the shipped store: 2 from runs of the same settings on this device" in r.output
     assert not (tmp_path / "fresh").exists() or not _runs(tmp_path / "fresh")
@@ -222,7 +223,7 @@ def test_a_complete_table_is_written_and_published(tmp_path, monkeypatch, privat
     assert "complete: dissimilarity (synthetic-iid)" in r.output
     for name in ("dissimilarity_synthetic-iid.md", "dissimilarity_synthetic-iid.png", "REPORT.md"):
         assert (out / name).is_file(), name
-    assert "dissimilarity_synthetic-iid: 6 run(s) added" in r.output
+    assert "dissimilarity_synthetic-iid: 20 run(s) added" in r.output
     again = invoke("reproduce", "fedprox", "--tables", "dissimilarity", "--dataset",
                    "synthetic-iid", "--results", tmp_path / "fresh", "--dry-run")  # fmt: skip
     assert "in all: 0 runs to do" in again.output  # the store now holds them

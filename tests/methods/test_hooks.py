@@ -91,7 +91,7 @@ def test_the_default_hooks_change_nothing():
 def test_per_device_state_is_updated_in_client_final_not_in_combine(method):
     """SCAFFOLD's c_i (and c) and FedDyn's L_i change in client_final, from each device's final
     model; combine only reads them (issue 32, item 4)."""
-    eng = quad_engine(method)
+    eng = quad_engine(method, coeffs=COEFFS, k=2)
     eng.run_round(1)  # state nonzero from here on
     m, seen = eng.method, {}
 
