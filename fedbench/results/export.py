@@ -80,6 +80,10 @@ _TAIL = (
     Column("host", "string", "", _RUN, "null: not recorded"),
     Column("started", "string", "ISO 8601 UTC", _RUN, "null: not recorded"),
     Column("ended", "string", "ISO 8601 UTC", _RUN, "null: the run never ended"),
+    Column("cpu_seconds", "float64", "s", _RUN, "null: resumed, or recorded before it was "
+           "kept; the process's CPU seconds from started to ended (over a stack: split evenly)"),
+    Column("load_start", "float64", "", _RUN, "null: not recorded; 1-minute load average"),
+    Column("load_end", "float64", "", _RUN, "null: not recorded; 1-minute load average"),
 )  # fmt: skip
 
 

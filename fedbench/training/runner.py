@@ -32,6 +32,7 @@ from fedbench.results import ANY, FINISHED, summarize
 from fedbench.results.locks import RunClaim
 from fedbench.results.schema import rounds_table
 from fedbench.training import checkpoint as checkpoints
+from fedbench.training import cpu_clock
 from fedbench.training import signals
 from fedbench.training.checkpoint import Checkpointer, Policy, Progress
 from fedbench.training.engine import Engine
@@ -128,6 +129,7 @@ def train(
                 on_round(rec)
 
         meta = _start_meta(cfg)
+        begun = cpu_clock.start()
         target = results / run_id
         try:
             eng = engine if engine is not None else Engine(cfg)
@@ -135,7 +137,7 @@ def train(
             check_not_done(cfg, results, overwrite, fp, own_folders=True)
             target = run_folder(results, run_id, fp)
             policy = checkpoint if checkpoint is not None else Policy.from_env()
-            return _train_claimed(cfg, eng, meta, target, beat, overwrite, policy)
+            return _train_claimed(cfg, eng, meta, target, beat, overwrite, policy, begun)
         except RunExists:
             raise
         except BaseException as e:
@@ -277,6 +279,7 @@ def _train_claimed(
     on_round: Callable[[dict], None],
     overwrite: bool,
     policy: Policy,
+    begun: tuple = (0.0, None),
 ) -> tuple[dict, pd.DataFrame]:
     torch.manual_seed(cfg.seed)  # nothing should draw from the global RNG; this is a backstop
     refuse_links(final, final.parent)  # <run_id>-d<fingerprint> too
@@ -288,7 +291,7 @@ def _train_claimed(
     _clean_run_dir(run_dir, resuming=progress is not None)
     try:
         saver = Checkpointer(run_dir, policy, cfg, eng)
-        meta, df = _rounds(_Attempt(cfg, eng, meta, run_dir, on_round, saver), progress)
+        meta, df = _rounds(_Attempt(cfg, eng, meta, run_dir, on_round, saver, begun), progress)
     except BaseException:
         if overwriting:  # the old, finished run stands
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -366,6 +369,7 @@ class _Attempt:
     run_dir: Path
     on_round: Callable[[dict], None]
     saver: Checkpointer
+    begun: tuple  # cpu_clock.start() at the run's start
 
 
 def _rounds(at: _Attempt, progress: Progress | None) -> tuple[dict, pd.DataFrame]:
@@ -383,6 +387,7 @@ def _rounds(at: _Attempt, progress: Progress | None) -> tuple[dict, pd.DataFrame
     finally:
         df = _write_rows(at.run_dir, rows, meta["run_id"])
         meta["ended"] = _now()
+        meta.update(cpu_clock.finish(at.begun, meta.get("stack_size"), bool(meta.get("resumed"))))
         meta["rows"] = len(df)
         meta["summary"] = summarize(df, at.cfg.target_acc)
         if meta["status"] in FINISHED:
