@@ -273,8 +273,12 @@ RUN_KEYS = (
     ("tf32", "bool", "CUDA float32 matrix work in TF32 (FEDBENCH_TF32=1); false otherwise"),
     ("stack_size", "int", "runs trained as one stack (above 1: seconds include stack-mates')"),
     ("rows", "int", "rows of rounds.parquet"),
-    ("cpu_seconds", "float", "the process's CPU seconds from started to ended, split evenly "
-     "over a stack; null: resumed, or recorded before it was kept"),  # fmt: skip
+    (
+        "cpu_seconds",
+        "float",
+        "the process's CPU seconds from started to ended, split evenly "
+        "over a stack; null: resumed, or recorded before it was kept",
+    ),  # fmt: skip
     ("load_start", "float", "the machine's 1-minute load average when the run started"),
     ("load_end", "float", "the machine's 1-minute load average when the run ended"),
     ("summary", "object", "fedbench.results.summarize: best and final accuracy, seconds, ..."),

@@ -12,11 +12,15 @@ round's work (RATE_FIELDS); its rate is the median over its runs. A config's rat
 3. flops: the runs of the nearest setting of the same dataset and model (here, else on another
    device as in 2), times the ratio of their FLOPs a round (round_flops: resized inputs and the
    local steps counted).
-A config with none of these (a dataset and model never run anywhere) has no estimate. The rates
-are taken as their runs measured them, under the load the machine had then: the records do not
-carry it, and scaling them by the load now as well counted a busy machine twice (measured: the
-shipped FMNIST runs of table sfl-fmnist-lr, 0.29 s a round under the campaign's load, ran at
-0.15 s at load 3.5 and 0.38 s at load 9.6; x1.75 and x4.8 for the load now said 0.50 and 1.38 s).
+A config with none of these (a dataset and model never run anywhere) has no estimate.
+
+Basis: where the setting's runs recorded their CPU seconds (run.json cpu_seconds, issue 33), the
+rate is their CPU seconds a round, converted to wall for this machine now: x max(1, load / cores)
+on a CPU (a one-thread run waits for a core in proportion; load_factor), unconverted on a GPU.
+Older runs carry only wall time, taken as measured, under the load the machine had then: scaling
+those by the load now as well counted a busy machine twice (measured: the shipped FMNIST runs of
+table sfl-fmnist-lr, 0.29 s a round under the campaign's load, ran at 0.15 s at load 3.5 and
+0.38 s at load 9.6; x1.75 and x4.8 for the load now said 0.50 and 1.38 s).
 fedbench.sweep.accuracy sets each shipped run's estimate beside its measured time."""
 
 from __future__ import annotations
@@ -86,6 +90,17 @@ def run_rate(meta: dict) -> float | None:
     return wall.total_seconds() / rounds / stack
 
 
+def run_cpu_rate(meta: dict) -> float | None:
+    """CPU seconds per round of one finished run (cpu_seconds is already its share of a
+    stack's), or None for a run that did not record them."""
+    try:
+        cpu = float(meta["cpu_seconds"])
+        rounds = int(meta["summary"]["rounds_run"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return cpu / rounds if rounds > 0 and cpu > 0 and math.isfinite(cpu) else None
+
+
 def round_flops(cfg: RunConfig) -> float | None:
     """Approximate FLOPs of one round: K devices' local steps of B samples (6 x D a sample,
     forward and backward) and one evaluation of the test set (2 x D a sample, every
@@ -118,7 +133,8 @@ class Estimate:
     used: dict = field(default_factory=dict)  # (device, setting) -> its runs, each used
     devices: set = field(default_factory=set)  # other devices whose runs were used
     untimed: list = field(default_factory=list)  # (dataset, model) with no comparable run
-    load: str = ""  # this machine's load now, said (not applied: the module's docstring)
+    load: str = ""  # this machine's load now, said (applied to CPU rates only)
+    basis: Counter = field(default_factory=Counter)  # configs from cpu / wall rates
 
     @property
     def runs(self) -> int:
@@ -136,9 +152,13 @@ class Estimate:
         }
         parts = [f"{n} from {words[k]}" for k, n in self.how.most_common()]
         parts += [self.load] if self.load else []
-        return f"from the wall-time rates of {self.runs} finished runs in {where}: " + "; ".join(
-            parts
-        )
+        rates = "wall-time rates"
+        if self.basis["cpu"]:
+            rule = "(wall = CPU x max(1, load / cores) now)"
+            rates = f"CPU-time rates {rule}" if not self.basis["wall"] else (
+                f"CPU-time rates for {self.basis['cpu']} runs {rule}, wall-time rates for the rest"
+            )  # fmt: skip
+        return f"from the {rates} of {self.runs} finished runs in {where}: " + "; ".join(parts)
 
     def untimed_text(self) -> str:
         pairs = sorted({f"{m} on {d}" for d, m in self.untimed})
@@ -151,7 +171,9 @@ class Rates:
     def __init__(self) -> None:
         self.by_device: dict[str, dict[tuple, list[float]]] = defaultdict(lambda: defaultdict(list))
         self.configs: dict[tuple, dict] = {}
-        self._load: tuple[float, str] | None = None
+        # CPU seconds a round of the runs that recorded them (a run without has only its wall)
+        self.cpu: dict[str, dict[tuple, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self._load: tuple[float, str, str] | None = None
 
     @classmethod
     def read(cls, results: Path | str, shipped: bool = True) -> Rates:
@@ -165,13 +187,27 @@ class Rates:
         for rec in index.records():
             rate = run_rate(rec.meta) if rec.status == "complete" else None
             if rate is not None:
-                rates.add(device_label(rec.meta.get("device_name")), rec.config, rate)
+                rates.add(device_label(rec.meta.get("device_name")), rec.config, rate,
+                          run_cpu_rate(rec.meta))  # fmt: skip
         return rates
 
-    def add(self, device: str, config: dict, rate: float) -> None:
+    def add(self, device: str, config: dict, rate: float, cpu: float | None = None) -> None:
         key = rate_key(config)
         self.by_device[device][key].append(rate)
+        if cpu is not None:
+            self.cpu[device][key].append(cpu)
         self.configs.setdefault(key, config)
+
+    def median(self, device: str, key: tuple) -> float:
+        """A setting's seconds a round on a device: its CPU rates x the load now where its runs
+        recorded them, else its wall rates (the module's docstring)."""
+        cpu = self.cpu.get(device, {}).get(key)
+        if cpu:
+            return statistics.median(cpu) * (self.load()[0] if device.startswith("cpu") else 1.0)
+        return statistics.median(self.by_device[device][key])
+
+    def basis(self, device: str | None, key: tuple) -> str:
+        return "cpu" if self.cpu.get(device, {}).get(key) else "wall"
 
     def factor(self, device: str, other: str) -> float | None:
         """This device's rate over the other's, the median over the settings both ran."""
@@ -184,7 +220,7 @@ class Rates:
         """(seconds a round, how, runs used, their device) of a setting: steps 1-2."""
         if self.by_device.get(device, {}).get(key):
             found = self.by_device[device][key]
-            return statistics.median(found), "here", len(found), device
+            return self.median(device, key), "here", len(found), device
         others = [(len(runs[key]), d) for d, runs in self.by_device.items() if runs.get(key)]
         if not others:
             return None
@@ -192,9 +228,9 @@ class Rates:
         found = self.by_device[other][key]
         factor = self.factor(device, other)
         how = "device" if factor is not None else "unscaled"
-        return statistics.median(found) * (factor or 1.0), how, len(found), other
+        return self.median(other, key) * (factor or 1.0), how, len(found), other
 
-    def load(self) -> tuple[float, str]:
+    def load(self) -> tuple[float, str, str]:
         """load_factor(), read once."""
         if self._load is None:
             self._load = load_factor()
@@ -234,11 +270,12 @@ class Rates:
             out.seconds += cfg.rounds * sec
             out.timed += 1
             out.how[how] += 1
+            out.basis[self.basis(other, used)] += 1
             out.used[(other, used)] = n
             if other != device:
                 out.devices.add(other)
         if out.timed and device.startswith("cpu"):
-            out.load = self.load()[1]
+            out.load = self.load()[1] if out.basis["wall"] else self.load()[2]
         return out
 
 
@@ -250,23 +287,23 @@ def _likeness(key: tuple, theirs: tuple, how: str) -> tuple:
     return how != "here", key[METHOD] != theirs[METHOD], apart
 
 
-def load_factor() -> tuple[float, str]:
-    """(how much slower a one-thread run is now than on a quiet machine, said): cores / load of
-    the CPUs when the 1-minute load is above the cores (at load 9.9 on 2 cores FedProx's
-    synthetic runs took 4.8x their quiet rate; this says 4.95x). Said beside an estimate, not
-    applied to it: the rates' own load is not recorded (the module's docstring)."""
+def load_factor(load: float | None = None) -> tuple[float, str, str]:
+    """(how much slower a one-thread run is now than on a quiet machine, said beside wall rates,
+    said beside CPU rates): cores / load of the CPUs when the 1-minute load (or `load`) is above
+    the cores (at load 9.9 on 2 cores FedProx's synthetic runs took 4.8x their quiet rate; this
+    says 4.95x). Applied to CPU rates; beside wall rates only said (the module's docstring)."""
     try:
-        load = os.getloadavg()[0]
+        load = os.getloadavg()[0] if load is None else load
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return 1.0, ""
+        return 1.0, "", ""
     factor = max(1.0, load / max(1, cores))
+    said = f"this machine's load now: {load:.1f} on {cores} cores"
+    cpu = f"CPU seconds x{factor:.1f} for the load now ({load:.1f} on {cores} cores)"
     if factor < 1.05:
-        return 1.0, ""
-    return factor, (
-        f"rates as measured under their runs' load (this machine's now: {load:.1f} on {cores} "
-        f"cores, x{factor:.1f} a quiet run's time)"
-    )
+        return 1.0, "", cpu
+    return factor, f"rates as measured under their runs' load ({said}, x{factor:.1f} a quiet " \
+        "run's time)", cpu  # fmt: skip
 
 
 _FLOPS: dict[str, float | None] = {}

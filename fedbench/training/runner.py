@@ -32,8 +32,7 @@ from fedbench.results import ANY, FINISHED, summarize
 from fedbench.results.locks import RunClaim
 from fedbench.results.schema import rounds_table
 from fedbench.training import checkpoint as checkpoints
-from fedbench.training import cpu_clock
-from fedbench.training import signals
+from fedbench.training import cpu_clock, signals
 from fedbench.training.checkpoint import Checkpointer, Policy, Progress
 from fedbench.training.engine import Engine
 from fedbench.training.folders import (
