@@ -28,7 +28,7 @@ import torch
 
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
-from fedbench.devices import apply_tf32, generator, resolve_device, synchronize
+from fedbench.devices import apply_tf32, generator, resolve_device, synchronize, take_rows
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
@@ -259,7 +259,8 @@ class Engine:
     def _batch(self, plan: RoundPlan, s: int, ka: int, aug):
         """Step s's mini-batch of the first ka rows, through the input pipeline."""
         rows = plan.batch_idx[:ka, s]
-        xb, yb, bw = self.data.train_x[rows], self.data.train_y[rows], plan.batch_weight[:ka, s]
+        xb, yb = take_rows(self.data.train_x, rows), take_rows(self.data.train_y, rows)
+        bw = plan.batch_weight[:ka, s]
         xb = self.data.train_transform(xb, None if aug is None else aug[:ka, s])
         return xb, yb, bw
 
@@ -306,7 +307,7 @@ class Engine:
             act = active[s : s + window]
             ka, t_n = act[0], len(act)
             rows = plan.batch_idx[:ka, s : s + t_n].transpose(0, 1)  # [T, ka, B]
-            xs, ys = x_all[rows], y_all[rows]
+            xs, ys = take_rows(x_all, rows), take_rows(y_all, rows)
             if data.pipeline is not None:  # the transform takes one step's [ka, B, ...]
                 augs = [None if aug is None else aug[:ka, s + t] for t in range(t_n)]
                 xs = torch.stack([data.train_transform(xs[t], augs[t]) for t in range(t_n)])
