@@ -154,7 +154,15 @@ class Engine:
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
         active = self._active(plan)
         products = window_const.const_products(self, plan, const)  # X C1^T once a round
-        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent, products)
+        # the constant's first-layer sums, carried from window to window (BatchedMLP's
+        # const_due) and subtracted once, not in a pass over the first layer every window
+        due = None
+        if const is not None and hasattr(self.model, "apply_const_due"):
+            due = torch.zeros(plan.k, dtype=w.dtype, device=w.device)
+        args = (lr_w, wd, const, step.ascent, products, due)
+        self._sgd_windows(plan, w, step_loss, active, aug, *args)
+        if due is not None:
+            self.model.apply_const_due(w, const, due, lr_w)
         passes = 2 if step.ascent else 1  # SAM: the ascent point's gradient too
         return self._local_result(
             plan, w, local, step_loss, plan.steps.to(self.device) * passes, buf
@@ -295,11 +303,13 @@ class Engine:
         const=None,
         ascent: float = 0.0,
         products=None,
+        due=None,
     ) -> None:
         """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
         steps (one model.sgd_steps call each, which may batch the window's work into bigger
         operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent); products
-        (window_const.ConstProducts, or None) hold const's first-layer products."""
+        (window_const.ConstProducts, or None) hold const's first-layer products; due [k] (or
+        None) carries const's first-layer sums across windows (BatchedMLP.sgd_steps)."""
         more = {"ascent": ascent} if ascent else {}  # models without SAM need not know it
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
@@ -316,6 +326,8 @@ class Engine:
             wdk = wd[:ka] if torch.is_tensor(wd) else wd
             if products is not None:
                 more["const_x"] = products.window(s, t_n, ka)
+            if due is not None:
+                more["const_due"] = due[:ka]
             losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wdk, ck, **more)
             step_loss[:ka, s : s + t_n] = losses.T
 
