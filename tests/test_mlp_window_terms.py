@@ -7,11 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import PARTIAL_WORK, tiny_config, tiny_data
-from test_mlp_window import make_steps, run_per_step, run_windows
+from test_mlp_window import active_at, make_steps, run_per_step, run_windows
 
 from fedbench.models.base import BatchedModel
 from fedbench.models.mlp import BatchedMLP
 from fedbench.training.engine import Engine
+
+F64 = dict(dtype=torch.float64)
 
 
 def start_and_const(model, k, dtype, scale=0.05):
@@ -86,6 +88,32 @@ def test_base_sgd_steps_const_is_step_then_subtract():
     assert torch.equal(w, v)
 
 
+@pytest.mark.parametrize("window", [1, 3, 16])
+@pytest.mark.parametrize("wd", [0.0, 0.3])
+def test_window_carried_const_settled_once_equals_per_step_float64(wd, window):
+    """float64, to 1e-12: the windows carry the constant's first-layer sums in const_due (W1
+    is not touched by it until apply_const_due, once at the end), with staggered rows, padding,
+    weight decay and single-step windows; the first layer lacks exactly - lr due C1 before."""
+    model = BatchedMLP([30, 20, 10])
+    k, steps, lr = 6, 37, 0.1
+    w0, const = start_and_const(model, k, torch.float64)
+    xs, ys, bws, n_steps = make_steps([30, 20, 10], k, steps)
+    w_ref, l_ref = run_per_step(model, w0, xs, ys, bws, n_steps, lr, wd, const)
+    w, losses, due = w0.clone(), torch.zeros(steps, k, dtype=torch.float64), torch.zeros(k, **F64)
+    for s0 in range(0, steps, window):
+        active = active_at(n_steps, s0, min(s0 + window, steps))
+        ka, sl = active[0], slice(s0, s0 + len(active))
+        args = (w[:ka], xs[sl, :ka], ys[sl, :ka], bws[sl, :ka], active, lr, wd, const[:ka])
+        losses[sl, :ka] = model.sgd_steps(*args, const_due=due[:ka])
+    assert (due > 0).all()
+    unsettled = w.clone()
+    model.apply_const_due(w, const, due, lr)
+    c1 = model.unflatten(const)[0]
+    torch.testing.assert_close(model.unflatten(w - unsettled)[0], -lr * due.view(-1, 1, 1) * c1)
+    torch.testing.assert_close(w, w_ref, rtol=0, atol=1e-12)
+    torch.testing.assert_close(losses, l_ref, rtol=0, atol=1e-12)
+
+
 ENGINE_CASES = [
     ("fedprox", {"mu": 0.1}),
     ("fednova", {"mu": 0.1}),
@@ -158,3 +186,20 @@ def test_window_with_const_float32_round():
     assert (w_win - w_ref).abs().max() <= 1e-3
     assert (l_win - l_ref).abs().max() <= 5e-3
     assert abs(l_win.sum() - l_ref.sum()) <= 5e-6 * l_ref.sum()
+
+
+def test_engine_settles_the_carried_const_once_a_round(monkeypatch):
+    """The engine's window path hands the windows a const_due and settles it once a round
+    (one pass over the first layer, not one a window), for a method with a constant."""
+    cfg = tiny_config(method="fedprox", method_params={"mu": 0.1}, **PARTIAL_WORK, hidden=7)
+    eng = Engine(cfg, data=tiny_data(sizes=(7, 12, 5, 9)))
+    eng.model.step_window = 3
+    settled, real = [], eng.model.apply_const_due
+    monkeypatch.setattr(
+        eng.model,
+        "apply_const_due",
+        lambda w, c, due, lr: settled.append(due.clone()) or real(w, c, due, lr),
+    )
+    for r in range(1, 3):
+        eng.run_round(r)
+    assert len(settled) == 2 and all((d > 0).all() for d in settled)

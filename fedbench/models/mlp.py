@@ -12,7 +12,9 @@ applies the T first-layer updates at the end as ONE GEMM with inner dimension T*
 finishes at step f (active[f] <= row) gets D_t = 0 for t >= f and decay d^f, not d^T. A constant
 C1 (const's first-layer block) adds - lr sigma_s C1 to W1_s, sigma_s = sum_{t<s} d^(s-1-t): the
 window computes X C1^T once as well and subtracts lr sigma_s of its step-s slice from the
-pre-activation.
+pre-activation. The engine carries C1's sums from window to window instead of adding them to W1
+(const_due: one row coefficient; the next window subtracts lr due X C1^T from X W1_0^T) and
+settles them once a round (apply_const_due): a pass over all of W1 a round, not a window.
 
 Cost model (FedLGA MLP, per row, B=10, n=784 inputs, h=400 hidden): per step the two
 B x n x h GEMMs (forward, rank-B update) run at a third to a half of the GEMM rate with
@@ -144,14 +146,16 @@ class BatchedMLP(BatchedModel):
         is wd + mu and const -mu wg, SCAFFOLD's drift is const (the engine's train_local).
         more: ascent = r > 0 takes g at SAM's ascent point (methods.base.LinearStep;
         _ascent_pass); const_x, const's first-layer products X C1^T of the window's samples
-        [k, T*B, h], when the caller has them (training.window_const), else computed here.
-        How and why it is exact, and what it gains: the module docstring."""
+        [k, T*B, h], when the caller has them (training.window_const), else computed here;
+        const_due [k], the constant carried over windows (_defer_const), else applied to W1 at
+        the window's end. How and why it is exact, and what it gains: the module docstring."""
         T, k = len(active), active[0]
-        ascent, const_x = more.get("ascent", 0.0), more.get("const_x")
+        ascent, const_x, due = more.get("ascent", 0.0), more.get("const_x"), more.get("const_due")
         if not k:
             return torch.zeros(T, 0, dtype=w.dtype, device=w.device)
         rows = torch.is_tensor(weight_decay)  # per-row decay [k] (FedDyn): the window only
-        if len(self.sizes) < 3 or (T == 1 and not ascent and not rows):  # logreg: no gain
+        one = T == 1 and not ascent and not rows and due is None  # one step: no gain
+        if len(self.sizes) < 3 or one:  # logreg: no gain either
             return super().sgd_steps(w, xs, ys, bws, active, lr, weight_decay, const)
         losses = torch.zeros(T, k, dtype=w.dtype, device=w.device)
         params = self.unflatten(w)
@@ -161,10 +165,13 @@ class BatchedMLP(BatchedModel):
         p_all = torch.bmm(x_all, w1.transpose(1, 2))  # X W1_0^T  [k, T*B, h]
         gram = torch.bmm(x_all, x_all.transpose(1, 2))  # [k, T*B, T*B]
         d_all = torch.zeros_like(p_all)  # D_t, zero where a row is inactive
-        c1, sigma = None, self._const_sums(1.0 - lr * weight_decay, T)
+        decay = 1.0 - lr * weight_decay
+        c1, sigma = None, self._const_sums(decay, T)
         if const is not None:
             c1 = self._const_blocks(const)[0]
             q_all = const_x if const_x is not None else self.const_products(const, x_all)
+            if due is not None:  # W1_0 as stored lacks - lr due C1 (_defer_const)
+                p_all.addcmul_(q_all, due.view(k, 1, 1), value=-lr)
         for s, ka in enumerate(active):
             cur = slice(s * b, (s + 1) * b)
             z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
@@ -183,20 +190,33 @@ class BatchedMLP(BatchedModel):
             else:
                 losses[s, :ka] = self._forward_backward(*step_args)
         self._window_update(w1, d_all, x_all, active, lr, weight_decay)
-        if c1 is not None:
-            self._window_const(w1, c1, sigma, active, lr)
+        if c1 is not None and due is None:  # W1 -= lr sigma_f C1 (f: each row's steps)
+            w1.addcmul_(c1, self._row_sums(sigma, active, w1).view(k, 1, 1), value=-lr)
+        elif c1 is not None:
+            self._defer_const(due, sigma, decay, active, w1)
         return losses
 
-    def _window_const(self, w1, c1, sigma, active, lr) -> None:
-        """W1 -= lr sigma_f C1, f the steps row r ran in this window (sigma_f per row when the
-        decay is)."""
-        k = w1.shape[0]
-        f = self._row_steps(active, k)
+    def _row_sums(self, sigma, active, like) -> torch.Tensor:
+        """sigma_f of each row [k], f the steps row r ran in this window (sigma_f per row when
+        the decay is)."""
+        f = self._row_steps(active, active[0])
         if torch.is_tensor(sigma[-1]):
-            coef = torch.stack([sigma[fr][r] for r, fr in enumerate(f)])
-        else:
-            coef = torch.tensor([sigma[fr] for fr in f], dtype=w1.dtype, device=w1.device)
-        w1.addcmul_(c1, coef.view(k, 1, 1), value=-lr)
+            return torch.stack([sigma[fr][r] for r, fr in enumerate(f)])
+        return torch.tensor([sigma[fr] for fr in f], dtype=like.dtype, device=like.device)
+
+    def _defer_const(self, due, sigma, decay, active, w1) -> None:
+        """due <- d^f due + sigma_f per row (f: the row's steps in this window): the constant
+        this window would subtract from W1 (a pass over all of W1 a window), carried instead;
+        W1 as stored lacks - lr due C1, which apply_const_due subtracts once a round."""
+        k = active[0]
+        f = torch.tensor(self._row_steps(active, k), dtype=due.dtype, device=due.device)
+        d = decay[:k] if torch.is_tensor(decay) else decay
+        due[:k] = due[:k] * d**f + self._row_sums(sigma, active, w1)
+
+    def apply_const_due(self, w, const, due, lr: float) -> None:
+        """W1 -= lr due C1 per row: settles what sgd_steps' windows carried (const_due)."""
+        w1, c1 = self.unflatten(w)[0], self._const_blocks(const)[0]
+        w1.addcmul_(c1, due.view(-1, 1, 1), value=-lr)
 
     def _window_visit(self, params, d_all, ka, cur, lr, wd, cs):
         """The update a window step's backward visits each layer with: the first layer's output
@@ -290,17 +310,21 @@ class BatchedMLP(BatchedModel):
     def _window_update(w1, d_all, x_all, active, lr, weight_decay):
         """W1 -= lr D_all^T X_all (one GEMM, inner dimension T*B); with weight decay, row r
         that ran f_r steps decays W1_0 f_r times and step t's D_t f_r-1-t times."""
+        beta = 1.0
         if torch.is_tensor(weight_decay) or weight_decay:
             k, T = w1.shape[0], len(active)
             decay = 1.0 - lr * weight_decay
             decay = decay.view(k, 1) if torch.is_tensor(decay) else decay
-            f = BatchedMLP._row_steps(active, k)
-            f = torch.tensor(f, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
+            steps = BatchedMLP._row_steps(active, k)
+            f = torch.tensor(steps, dtype=w1.dtype, device=w1.device).unsqueeze(1)  # [k, 1]
             ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
             coef = torch.where(ts < f, decay ** (f - 1 - ts), 0.0)  # [k, T]
             d_all.view(k, T, -1, d_all.shape[2]).mul_(coef.view(k, T, 1, 1))
-            w1.mul_((decay**f).view(k, 1, 1))
-        w1.baddbmm_(d_all.transpose(1, 2), x_all, alpha=-lr)
+            if torch.is_tensor(decay) or len(set(steps)) > 1:
+                w1.mul_((decay**f).view(k, 1, 1))
+            else:  # one decay for all rows: the GEMM's beta, not one more pass over W1
+                beta = decay ** steps[0]
+        w1.baddbmm_(d_all.transpose(1, 2), x_all, beta=beta, alpha=-lr)
 
     @staticmethod
     def _update_layer(weight_i, bias_i, dz, act, lr, weight_decay, c_weight=None, c_bias=None):

@@ -28,7 +28,7 @@ import torch
 
 from fedbench.config import RunConfig
 from fedbench.data import FederatedData, load_federated
-from fedbench.devices import apply_tf32, generator, resolve_device, synchronize
+from fedbench.devices import apply_tf32, generator, resolve_device, synchronize, take_rows
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
@@ -154,7 +154,15 @@ class Engine:
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
         active = self._active(plan)
         products = window_const.const_products(self, plan, const)  # X C1^T once a round
-        self._sgd_windows(plan, w, step_loss, active, aug, lr_w, wd, const, step.ascent, products)
+        # the constant's first-layer sums, carried from window to window (BatchedMLP's
+        # const_due) and subtracted once, not in a pass over the first layer every window
+        due = None
+        if const is not None and hasattr(self.model, "apply_const_due"):
+            due = torch.zeros(plan.k, dtype=w.dtype, device=w.device)
+        args = (lr_w, wd, const, step.ascent, products, due)
+        self._sgd_windows(plan, w, step_loss, active, aug, *args)
+        if due is not None:
+            self.model.apply_const_due(w, const, due, lr_w)
         passes = 2 if step.ascent else 1  # SAM: the ascent point's gradient too
         return self._local_result(
             plan, w, local, step_loss, plan.steps.to(self.device) * passes, buf
@@ -259,7 +267,8 @@ class Engine:
     def _batch(self, plan: RoundPlan, s: int, ka: int, aug):
         """Step s's mini-batch of the first ka rows, through the input pipeline."""
         rows = plan.batch_idx[:ka, s]
-        xb, yb, bw = self.data.train_x[rows], self.data.train_y[rows], plan.batch_weight[:ka, s]
+        xb, yb = take_rows(self.data.train_x, rows), take_rows(self.data.train_y, rows)
+        bw = plan.batch_weight[:ka, s]
         xb = self.data.train_transform(xb, None if aug is None else aug[:ka, s])
         return xb, yb, bw
 
@@ -294,11 +303,13 @@ class Engine:
         const=None,
         ascent: float = 0.0,
         products=None,
+        due=None,
     ) -> None:
         """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
         steps (one model.sgd_steps call each, which may batch the window's work into bigger
         operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent); products
-        (window_const.ConstProducts, or None) hold const's first-layer products."""
+        (window_const.ConstProducts, or None) hold const's first-layer products; due [k] (or
+        None) carries const's first-layer sums across windows (BatchedMLP.sgd_steps)."""
         more = {"ascent": ascent} if ascent else {}  # models without SAM need not know it
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
@@ -306,7 +317,7 @@ class Engine:
             act = active[s : s + window]
             ka, t_n = act[0], len(act)
             rows = plan.batch_idx[:ka, s : s + t_n].transpose(0, 1)  # [T, ka, B]
-            xs, ys = x_all[rows], y_all[rows]
+            xs, ys = take_rows(x_all, rows), take_rows(y_all, rows)
             if data.pipeline is not None:  # the transform takes one step's [ka, B, ...]
                 augs = [None if aug is None else aug[:ka, s + t] for t in range(t_n)]
                 xs = torch.stack([data.train_transform(xs[t], augs[t]) for t in range(t_n)])
@@ -315,6 +326,8 @@ class Engine:
             wdk = wd[:ka] if torch.is_tensor(wd) else wd
             if products is not None:
                 more["const_x"] = products.window(s, t_n, ka)
+            if due is not None:
+                more["const_due"] = due[:ka]
             losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wdk, ck, **more)
             step_loss[:ka, s : s + t_n] = losses.T
 

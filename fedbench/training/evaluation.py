@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from fedbench.devices import take_rows
 from fedbench.methods.base import LocalResult, RoundContext, weighted_mean
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def local_accuracy(
     correct = torch.zeros(len(members), dtype=torch.float64, device=w.device)
     for s in range(0, n_max, chunk):
         rows = idx[:, s : s + chunk]
-        logits = model.predict(w, data.eval_transform(data.train_x[rows]), **bkw)
-        hit = (logits.argmax(-1) == data.train_y[rows]) & valid[:, s : s + chunk]
+        logits = model.predict(w, data.eval_transform(take_rows(data.train_x, rows)), **bkw)
+        hit = (logits.argmax(-1) == take_rows(data.train_y, rows)) & valid[:, s : s + chunk]
         correct += hit.sum(1)
     return correct / sizes.to(correct)
 
@@ -128,8 +129,9 @@ def full_batch_grads(
     grad = torch.zeros(k, model.dim, dtype=dtype, device=device)
     for s in range(0, n_max, chunk):
         rows = idx[:, s : s + chunk]
-        xb = data.eval_transform(data.train_x[rows])
-        l_c, g_c = model.loss_and_grad(w, xb, data.train_y[rows], weight[:, s : s + chunk])
+        xb = data.eval_transform(take_rows(data.train_x, rows))
+        yb = take_rows(data.train_y, rows)
+        l_c, g_c = model.loss_and_grad(w, xb, yb, weight[:, s : s + chunk])
         loss += l_c
         grad += g_c
     return loss, grad

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from fedbench.devices import take_rows
+
 
 class ConstProducts:
     """X C1^T of every sample of each row's device, [k, n_max, h], and where each of the
@@ -31,7 +33,7 @@ class ConstProducts:
             at[m] = torch.arange(len(m))
             local[i] = at[plan.batch_idx[i].cpu()]
         dev = const.device
-        self.products = model.const_products(const, data.train_x[idx.to(dev)])
+        self.products = model.const_products(const, take_rows(data.train_x, idx.to(dev)))
         # where each batch sample's row sits in products flattened to [k * n_max, h]
         self.flat = (local + n_max * torch.arange(k).view(k, 1, 1)).to(dev)
 
