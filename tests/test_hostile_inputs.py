@@ -57,3 +57,17 @@ def test_the_api_refuses_an_empty_preset_or_config(kwargs, tmp_path):
     with pytest.raises(FedbenchError, match=f"{what} must not be empty"):
         fedbench.train(results=tmp_path, threads=1, nosuchfield=1, **kwargs)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sweep", "--seeds", "-1", "--dry-run"],
+        ["sweep", "--seeds", "0,-1", "--dry-run"],
+        ["sweep", "--seeds", str(2**32), "--dry-run"],
+        ["table", "tau", "--seeds", "-1"],
+    ],
+)
+def test_a_seed_out_of_range_names_seeds(args, tmp_path):
+    line = one_line_error(invoke(*args, "--results", tmp_path))
+    assert line.startswith("Error: --seeds") and "seed must be in" in line, line

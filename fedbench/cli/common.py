@@ -72,11 +72,10 @@ def log_level(quiet: bool, verbose: bool, level: str | None) -> str:
     return chosen
 
 
-def check_seeds(seeds) -> None:
-    from fedbench.config import check_value
+def check_seeds(seeds, option: str = "--seeds") -> None:
+    from fedbench.config import check_seeds as check
 
-    for s in seeds or ():
-        check_value("seed", s)
+    check(seeds, option)
 
 
 def command_line(sets, flags: dict, options: dict | None = None) -> dict:
