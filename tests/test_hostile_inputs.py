@@ -71,3 +71,10 @@ def test_the_api_refuses_an_empty_preset_or_config(kwargs, tmp_path):
 def test_a_seed_out_of_range_names_seeds(args, tmp_path):
     line = one_line_error(invoke(*args, "--results", tmp_path))
     assert line.startswith("Error: --seeds") and "seed must be in" in line, line
+
+
+@pytest.mark.parametrize("group", ["", "../escape", "calibration"])
+def test_a_bad_store_group_names_group(group, tmp_path):
+    args = ["publish", "--run", "x", "--group", group, "--results", tmp_path, "--store", tmp_path]
+    line = one_line_error(invoke(*args))
+    assert line.startswith("Error: --group: store group") and "e.g. tau_fmnist" in line, line
