@@ -181,7 +181,7 @@ def concurrent_publishers(sb, fedbench):
     names = [p.name for p in runs(sb)]
     procs = [
         subprocess.Popen([sys.executable, "-m", "fedbench", "publish", "--run", n, "--group", "h",
-                          "--results", str(sb / "res"), "--store", str(sb / "store")],
+                          "--results", str(sb / "new"), "--store", str(sb / "store")],
                          cwd=sb / "cwd", env=environment(sb), text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for n in names

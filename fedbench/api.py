@@ -70,6 +70,10 @@ def _check_threads(threads: Any) -> None:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):  # fmt: skip
         raise FedbenchError(f"threads must be a whole number >= 1 or None, got {threads!r}")
+    if threads is not None:
+        from fedbench.devices import check_threads
+
+        check_threads(threads, "threads")
 
 
 def _folder(what: str, value: Any) -> Path:
@@ -89,6 +93,9 @@ def _config(config: Any, preset: str | None, overrides: dict):
     from fedbench.assembly import apply_overrides, build_config, validate_config
     from fedbench.config import RunConfig
 
+    for what, value, example in (("preset", preset, "'default'"), ("config", config, "'run.toml'")):
+        if isinstance(value, (str, Path)) and not str(value).strip():
+            raise FedbenchError(f"{what} must not be empty, got {value!r}; e.g. {what}={example}")
     if isinstance(config, RunConfig):
         return validate_config(apply_overrides(config, overrides) if overrides else config)
     if isinstance(config, dict):

@@ -384,6 +384,15 @@ def has_kind(value: Any, kind: str) -> bool:
     return isinstance(value, {"bool": bool, "str": str, "dict": dict}[kind])
 
 
+def check_seeds(seeds, option: str = "--seeds") -> None:
+    """Each seed of a list an option gave, the error naming that option."""
+    for seed in seeds or ():
+        try:
+            check_value("seed", seed)
+        except FedbenchError as e:
+            raise FedbenchError(f"{option}: {e}") from None
+
+
 def check_value(name: str, value: Any) -> None:
     """One field's value on its own: its type, finiteness, range and choices."""
     kind, optional = field_kind(name)

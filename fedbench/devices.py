@@ -22,6 +22,32 @@ def check_device(name: str) -> None:
         raise FedbenchError("device mps asked for but MPS is not available; use device=cpu")
 
 
+# more torch threads than this many per core only oversubscribe (and 10**9 crashes libgomp)
+THREADS_PER_CORE = 4
+
+
+def thread_limit() -> int:
+    """The most torch CPU threads a run may ask for on this machine."""
+    return THREADS_PER_CORE * (os.cpu_count() or 1)
+
+
+def thread_count_problem(count: int) -> str | None:
+    """What is wrong with a torch thread count (at least 1, at most thread_limit()), or None."""
+    if 1 <= count <= thread_limit():
+        return None
+    cores = os.cpu_count() or 1
+    return (
+        f"must be between 1 and {thread_limit()} ({THREADS_PER_CORE} x this machine's "
+        f"{cores} cores), got {count}"
+    )
+
+
+def check_threads(count: int, option: str = "--threads") -> None:
+    problem = thread_count_problem(count)
+    if problem:
+        raise FedbenchError(f"{option} {problem}")
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -38,6 +38,35 @@ def echo_lines(lines) -> None:
         click.echo(line)
 
 
+def terminal_width() -> int:
+    """Where printed prose wraps: the terminal's width, 80 off a terminal (a log, a pipe)."""
+    import shutil
+    import sys
+
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else 80
+
+
+def wrapped(line: str, width: int | None = None) -> str:
+    """A note or claim line wrapped at `width` (default terminal_width()), continued under its
+    text; words (paths, commands) are never split (the Markdown files keep each line whole)."""
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.fill(
+        line,
+        width or terminal_width(),
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def echo_wrapped(lines) -> None:
+    """Note lines printed under a table or plot, each wrapped (wrapped)."""
+    for line in lines:
+        click.echo(wrapped(line))
+
+
 def check_folder(path: str | Path | None, option: str, claims: bool = False) -> None:
     """A folder option (made if missing): neither it nor a folder above it may be a file;
     with claims, its .claims folder (run claims) must not be a file either."""
@@ -72,11 +101,10 @@ def log_level(quiet: bool, verbose: bool, level: str | None) -> str:
     return chosen
 
 
-def check_seeds(seeds) -> None:
-    from fedbench.config import check_value
+def check_seeds(seeds, option: str = "--seeds") -> None:
+    from fedbench.config import check_seeds as check
 
-    for s in seeds or ():
-        check_value("seed", s)
+    check(seeds, option)
 
 
 def command_line(sets, flags: dict, options: dict | None = None) -> dict:

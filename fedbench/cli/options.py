@@ -29,6 +29,9 @@ def load_plugins(ctx: click.Context, param: click.Parameter, values) -> None:
     if not values:
         return
     from fedbench.cli.common import OneLineError
+
+    if any(not str(v).strip() for v in values):
+        raise click.BadParameter("empty; give a .py file or a module name", ctx, param)
     from fedbench.errors import FedbenchError
     from fedbench.plugins import load
 
@@ -68,7 +71,45 @@ class FolderPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-THREAD_COUNT = click.IntRange(min=1)
+class Named(click.ParamType):
+    """A name (a preset's, ...) that must not be empty: '' would silently mean the default."""
+
+    name = "text"
+
+    def __init__(self, example: str):
+        self.example = example
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail(f"empty; give one, e.g. {self.example}", param, ctx)
+        return value
+
+
+class FilePath(click.Path):
+    """A file path that names something: an empty one would silently read no file."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("empty; give a file, e.g. run.toml", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class ThreadCount(click.ParamType):
+    """A torch thread count: a whole number from 1 to fedbench.devices.thread_limit()."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        from fedbench.devices import thread_count_problem
+
+        count = click.INT.convert(value, param, ctx)
+        problem = thread_count_problem(count)
+        if problem:
+            self.fail(problem, param, ctx)
+        return count
+
+
+THREAD_COUNT = ThreadCount()
 FINITE_NON_NEGATIVE = NonNegative()
 
 
@@ -114,9 +155,13 @@ stack = _shared(
     "one stacked engine pass, each still its own run (default: where it pays: small models "
     "through the torch loop, e.g. on a GPU; results are the same either way).",
 )
-preset = _shared("--preset", help="Named paper setting (see `fedbench presets`).")
+preset = _shared(
+    "--preset",
+    type=Named("default (see `fedbench presets`)"),
+    help="Named paper setting (see `fedbench presets`).",
+)
 config_file = _shared(
-    "--config", "config_file", type=click.Path(), help="TOML file of config fields."
+    "--config", "config_file", type=FilePath(), help="TOML file of config fields."
 )
 sets = _shared(
     "--set",

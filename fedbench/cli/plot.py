@@ -11,6 +11,7 @@ from fedbench.cli.common import (
     ListedHelp,
     check_folder,
     echo_lines,
+    echo_wrapped,
     refuse,
     run_filter,
     table_selection,
@@ -81,7 +82,7 @@ def _plot_figure(name: str, o: dict) -> None:
     result = evaluate_table(spec, results, sel, on_error=o["on_error"], strict=o["strict"])
     stem = table_file_name(result) + ("_calibrated" if calibrated else "")
     echo_lines(f"wrote {p}" for p in plot_spec(result, Path(out or "tables") / stem))
-    echo_lines([f"skipped: {p}" for p in result.problems] + result.notes)
+    echo_wrapped([f"skipped: {p}" for p in result.problems] + result.notes)
     echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
 
 
@@ -95,7 +96,7 @@ def _plot_curves(results, out, metric, on_error, strict, flt) -> None:
         Path(results), Path(out or "tables/curves"), metric, on_error, strict, flt
     )
     echo_lines(f"wrote {p}" for p in paths)
-    echo_lines(notes)
+    echo_wrapped(notes)
 
 
 COMMANDS = [plot]

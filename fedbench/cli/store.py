@@ -134,7 +134,10 @@ def _check_names(run_ids, group) -> None:
     if any(not r.strip() for r in run_ids):
         raise FedbenchError("--run '' is empty: give a run's folder name in --results")
     if group is not None:
-        check_group(group)
+        try:
+            check_group(group)
+        except FedbenchError as e:
+            raise FedbenchError(f"--group: {e}") from None
 
 
 def _stem(name, dataset, calibrated) -> str:

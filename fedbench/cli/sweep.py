@@ -276,7 +276,7 @@ def sweep_grid_args(kw: dict, sets, grids, dataset, seeds, methods) -> dict:
     grid = layer(kw.get("grid", {}), cli_grid)
     all_sets = layer(kw.get("sets", {}), cli_sets)
     seed_list = parse_list(seeds, "--seeds", int) or kw.get("seeds")
-    check_seeds(seed_list)
+    check_seeds(seed_list, "--seeds" if seeds else "the file's seeds")
     method_list = parse_list(methods, "--methods") or kw.get("methods")
     given = [
         (k, v, f"{'--set' if k in cli_sets else '[set]'} {k}={v}") for k, v in all_sets.items()

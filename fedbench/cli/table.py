@@ -14,10 +14,12 @@ from fedbench.cli.common import (
     apply_calibration,
     check_folder,
     echo_lines,
+    echo_wrapped,
     make_selection,
     refuse,
     run_filter,
     warn,
+    wrapped,
 )
 from fedbench.errors import FedbenchError
 
@@ -169,20 +171,8 @@ def _print_paper_table(result, fit_line: str | None) -> None:
     c.print(rich_paper_table(result))
     notes = [line for line in table_notes(result) if not line.startswith("skipped: ")]
     width = c.width if c.is_terminal else 80  # console() is 240 wide off a terminal
-    claims = [wrapped(line, width) for line in claim_lines(result)]
-    for line in notes + claims:
+    for line in [wrapped(line, width) for line in notes + claim_lines(result)]:
         c.print(line, highlight=False, markup=False, soft_wrap=True)
-
-
-def wrapped(line: str, width: int) -> str:
-    """A claim line wrapped at `width`, continued under its text (the Markdown files keep each
-    claim on one line)."""
-    import textwrap
-
-    indent = " " * (len(line) - len(line.lstrip()) + 2)
-    return textwrap.fill(
-        line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    )
 
 
 def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
@@ -207,7 +197,7 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
     changed = write_guarded(path, render_paper_table(result, fmt, header), len(records), sidecar)
     click.echo(f"wrote {path}" if changed else f"{path} is up to date (same runs)")
     echo_lines(f"missing runs; fill them with: {line}" for line in result.fill_commands())
-    echo_lines(result.notes)
+    echo_wrapped(result.notes)
     if result.claims:
         click.echo(claims_summary(result))
 
@@ -255,11 +245,13 @@ def _table_summary(results, fmt, out, on_error, strict=False, flt=None):
         cmd += f" {flt.options()}" if flt else ""
         path = write_table(df, "summary", fmt, Path(out), header_lines(cmd + f" --format {fmt}"))
         click.echo(f"wrote {path}")
-    echo_lines(index.notes)
+    echo_wrapped(index.notes)
     if stacked:
-        click.echo(
-            f"note: {stacked} run(s) trained in stacks (run.json stack_size > 1): their "
-            "seconds include waiting for their stack-mates, not one run's time"
+        echo_wrapped(
+            [
+                f"note: {stacked} run(s) trained in stacks (run.json stack_size > 1): their "
+                "seconds include waiting for their stack-mates, not one run's time"
+            ]
         )
 
 

@@ -157,16 +157,23 @@ def export_tables(index, records: Iterable) -> tuple[pa.Table, pa.Table]:
     round). A record's rounds are read through the index (local folder or shipped store)."""
     import pyarrow as pa
 
-    recs = sorted(records, key=lambda r: r.run_id)
-    runs = table_of([run_row(r.meta, r.run_id) for r in recs], runs_columns())
-    parts = []
-    for r in recs:
+    recs, parts = [], []
+    for r in sorted(records, key=lambda r: r.run_id):
         unfinished = r.status not in ("complete", "diverged")
         if not r.shipped and unfinished and not r.rounds_path.exists():
-            continue  # failed before its first rounds, or just started: no rounds yet
+            recs.append(r)  # failed before its first rounds, or just started: no rounds yet
+            continue
+        # a damaged rounds file (truncated, no round column, text for numbers) is the index's
+        # to report (on_error: stop naming it, or leave the run out), as for table and publish
+        if not unfinished and not index.rounds_ok(r, report=True):
+            continue
         t = index.rounds_table(r)
+        if t is None and not unfinished:
+            continue  # unreadable: reported through on_error
+        recs.append(r)
         if t is not None:
             parts.append(normalise_rounds(t, r.run_id))
+    runs = table_of([run_row(r.meta, r.run_id) for r in recs], runs_columns())
     if parts:
         rounds = pa.concat_tables(parts, promote_options="default")
     else:

@@ -98,6 +98,8 @@ class RunIndex:
             except Exception as e:  # e.g. a method or value this build does not know
                 self._unreadable.append(f"{d.name} ({_first_line(e)})")
                 continue
+            if not self._config_valid(d, meta):
+                continue
             self.by_key.setdefault(rec.key, []).append(rec)
         if self._unreadable and self.strict:
             raise FedbenchError(
@@ -128,6 +130,19 @@ class RunIndex:
             self._problem(f"{path} is corrupt ({_first_line(e)}); rerun or delete {d}")
             return None
         return meta
+
+    def _config_valid(self, d: Path, meta: dict) -> bool:
+        """Whether run.json's config holds values a run could have had (lr=inf cannot: the
+        file was edited or damaged); if not, that goes through on_error, naming the field."""
+        try:
+            config_from_dict(meta["config"]).validate_fields()
+        except FedbenchError as e:
+            self._problem(
+                f"{d / 'run.json'} has a config no run could have ({_first_line(e)}); "
+                f"rerun or delete {d}"
+            )
+            return False
+        return True
 
     def _add_shipped(self) -> None:
         from fedbench.results.export import meta_from_row

@@ -7,7 +7,7 @@ with the same one line instead of leaving every cell n/a."""
 
 from __future__ import annotations
 
-from fedbench.config import check_value
+from fedbench.config import check_seeds
 from fedbench.config_input import parse_set
 from fedbench.errors import FedbenchError
 from fedbench.tables.result import Selection
@@ -21,8 +21,7 @@ def make_selection(dataset, seeds, preset, sets, results, add_methods=()) -> Sel
     from fedbench.presets import get_preset
 
     seed_list = _seeds(seeds) if isinstance(seeds, str) else seeds
-    for s in seed_list or ():
-        check_value("seed", s)
+    check_seeds(seed_list)
     if preset:
         get_preset(preset)
     overrides = parse_set(tuple(sets or ()))

@@ -37,10 +37,10 @@ _settings: dict[str, int | None] = {}
 def configure(requested: int | None = None, budget: int | None = None) -> None:
     """Turn the policy on for this process: `requested` (--threads) wins when given; else the
     policy picks within `budget` (default: all cores)."""
-    if requested is not None and requested < 1:
-        from fedbench.errors import FedbenchError
+    if requested is not None:
+        from fedbench.devices import check_threads
 
-        raise FedbenchError(f"--threads must be >= 1, got {requested}")
+        check_threads(requested)
     _settings.update(requested=requested, budget=budget)
 
 
