@@ -9,6 +9,8 @@ import math
 
 import click
 
+from fedbench.errors import FedbenchError
+
 
 class NonNegative(click.FloatRange):
     """A finite number >= 0 (click's FloatRange lets nan and inf through)."""
@@ -29,8 +31,7 @@ def load_plugins(ctx: click.Context, param: click.Parameter, values) -> None:
     if not values:
         return
     from fedbench.cli.common import OneLineError
-    from fedbench.errors import FedbenchError
-    from fedbench.plugins import load
+    from fedbench.plugins import load  # `fedbench --help` loads no plugins module
 
     try:
         load(values)

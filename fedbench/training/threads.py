@@ -26,6 +26,8 @@ import os
 
 import torch
 
+from fedbench.errors import FedbenchError
+
 # FLOPs of one batched local step (all K devices, forward + backward) below which a model runs
 # on one thread: the FedLGA MLP (K 10, B 10, 318 k parameters: ~0.2 GFLOP) is below it and
 # loses at 2 threads on 2 cores; the conv nets' steps are above it
@@ -38,8 +40,6 @@ def configure(requested: int | None = None, budget: int | None = None) -> None:
     """Turn the policy on for this process: `requested` (--threads) wins when given; else the
     policy picks within `budget` (default: all cores)."""
     if requested is not None and requested < 1:
-        from fedbench.errors import FedbenchError
-
         raise FedbenchError(f"--threads must be >= 1, got {requested}")
     _settings.update(requested=requested, budget=budget)
 
