@@ -48,7 +48,7 @@ def step_flops(model, k: int, batch_size: int) -> float | None:
     """Approximate FLOPs of one local step of k devices, for models whose cost is ~6 x
     parameters per sample (fully connected and quadratic models); None for others."""
     from fedbench.models.mlp import BatchedMLP
-    from fedbench.models.quadratic import BatchedQuadratic
+    from fedbench.models.quadratic_model import BatchedQuadratic
 
     if isinstance(model, (BatchedMLP, BatchedQuadratic)):
         return 6.0 * model.dim * k * batch_size
