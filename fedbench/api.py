@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import fedbench.papers  # noqa: F401 -- an entry point: the paper presets and tables register
+from fedbench import plugins as plugin_loader
+from fedbench.config import RunConfig, config_from_dict
+from fedbench.devices import check_threads
 from fedbench.errors import FedbenchError
 
 
@@ -42,7 +45,6 @@ def train(
     preset: a named setting (`fedbench presets`); overrides: config fields, paper aliases
     (N, K, E, B, P, s) or method parameters, as `--set` takes them (later layers win).
     plugins: files or modules to load first (besides FEDBENCH_PLUGINS and entry points)."""
-    from fedbench import plugins as plugin_loader
 
     _check_flag("overwrite", overwrite)
     _check_threads(threads)
@@ -71,8 +73,6 @@ def _check_threads(threads: Any) -> None:
                                 or threads < 1):  # fmt: skip
         raise FedbenchError(f"threads must be a whole number >= 1 or None, got {threads!r}")
     if threads is not None:
-        from fedbench.devices import check_threads
-
         check_threads(threads, "threads")
 
 
@@ -91,7 +91,6 @@ def _names(what: str, values: Any) -> list[str]:
 
 def _config(config: Any, preset: str | None, overrides: dict):
     from fedbench.assembly import apply_overrides, build_config, validate_config
-    from fedbench.config import RunConfig
 
     for what, value, example in (("preset", preset, "'default'"), ("config", config, "'run.toml'")):
         if isinstance(value, (str, Path)) and not str(value).strip():
@@ -144,7 +143,6 @@ def load_runs(
     it."""
     import pandas as pd
 
-    from fedbench import plugins as plugin_loader
     from fedbench.results import RunIndex
     from fedbench.run_filter import RunFilter
 
@@ -204,7 +202,6 @@ def _table_runs(table: str, dataset, results, index, on_error: str) -> set:
 def _run_row(rec) -> dict:
     """One run as a flat row: identity, status, config, method parameters, summary, data,
     device and versions (nested values as JSON text)."""
-    from fedbench.config import config_from_dict
     from fedbench.identity import canonical_method_params, config_hash
 
     meta = rec.meta

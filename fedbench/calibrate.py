@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from fedbench.atomic import atomic_write_json, refuse_links
 from fedbench.errors import FedbenchError
 from fedbench.identity import canonical_method_params, config_hash, run_id
 from fedbench.tables.calibration import calibration_path, one_dataset
@@ -269,7 +270,6 @@ def calibrate(
     **search_kw: Any,
 ) -> dict:
     """Fit `param` on the anchor cell, save the fit (atomically) and return it."""
-    from fedbench.atomic import atomic_write_json, refuse_links
 
     if param in sel.sets:
         raise FedbenchError(f"--set {param}=... fixes the parameter calibrate is to search")

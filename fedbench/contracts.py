@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fedbench import plugins
+from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 
 
@@ -213,7 +215,6 @@ def method_checks(method: str) -> list[Check]:
 
 
 def _dataset_config(name: str, model: str = "logreg", parts: int | None = None):
-    from fedbench.config import RunConfig
     from fedbench.data.registry import DATASETS
 
     natural = DATASETS.lookup(name).natural
@@ -307,7 +308,6 @@ def table_checks(name: str) -> list[Check]:
 
 def plugin_names() -> dict[str, list[str]]:
     """The names each registry holds from loaded plugins (fedbench.plugins), by kind."""
-    from fedbench import plugins
     from fedbench.data.registry import DATASETS
     from fedbench.methods import METHODS
     from fedbench.models.registry import MODELS

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fedbench.config import ALIASES, RunConfig
 from fedbench.data.registry import DATASETS, DataShape, float_bytes
+from fedbench.devices import resolve_device
 from fedbench.errors import FedbenchError
 
 _SHORT = {field: alias for alias, field in ALIASES.items()}  # num_clients -> N
@@ -180,8 +181,6 @@ def memory_parts(cfg: RunConfig) -> list[Part]:
 def device_memory(cfg: RunConfig) -> tuple[float, str] | None:
     """(bytes free, what they are) on the device a run of cfg uses; None when unknown."""
     if cfg.device != "cpu":
-        from fedbench.devices import resolve_device
-
         dev = resolve_device(cfg.device)
         if dev.type == "cuda":
             import torch

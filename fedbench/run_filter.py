@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.config import ALIASES, FIELD_TYPES
+from fedbench.config import ALIASES, FIELD_TYPES, config_from_dict
 from fedbench.config_input import canonical_key, coerce_field, parse_param_text
 from fedbench.errors import FedbenchError
 
@@ -108,7 +108,6 @@ def _value(name: str, text: str) -> Any:
 def run_fields(meta: dict) -> dict[str, Any]:
     """A run's config fields (defaults filled in), its method parameters (the method's
     defaults filled in, as numbers compare: 1 == 1.0) and its status, by name."""
-    from fedbench.config import config_from_dict
     from fedbench.identity import canonical_method_params
 
     cfg = config_from_dict(meta.get("config") or {})
@@ -127,7 +126,6 @@ NEVER_SHOWN = ("data_dir", "device", "preset", "method_params", "method_version"
 def identity_fields(meta: dict) -> dict[str, Any]:
     """What a run's identity holds (fedbench.identity): the fields and method parameters that
     differ from their defaults, the method's parameters flattened, as text."""
-    from fedbench.config import config_from_dict
     from fedbench.identity import identity
 
     d = identity(config_from_dict(meta.get("config") or {}))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedbench import version
+from fedbench import config, plugins, version
 from fedbench.atomic import json_safe
 from fedbench.config import RunConfig
 from fedbench.identity import config_hash, method_version, run_id
@@ -157,7 +157,6 @@ def registries_restored():
     """Every registry a plugin can add to (methods, server optimizers, datasets, models, presets,
     tables, the config's accepted names), the loaded plugins and FEDBENCH_PLUGINS, put back as
     they were when the block ends: a test may load plugins without leaking them into other tests."""
-    from fedbench import config, plugins
     from fedbench.data.registry import DATASETS
     from fedbench.methods import METHODS
     from fedbench.methods.server_opt import SERVER_OPTIMIZERS

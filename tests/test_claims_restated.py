@@ -69,7 +69,7 @@ def test_rho_at_0_1_is_an_equality_within_25_percent_and_fedlga_first_above_it()
 
 
 def test_quadratic_claimed_at_one_lr_and_at_each_methods_best_lr():
-    from fedbench.papers.sfl import QUAD_K, QUAD_LR_GRID, QUAD_WINNER
+    from fedbench.papers.sfl_paper import QUAD_K, QUAD_LR_GRID, QUAD_WINNER
 
     values = {}
     for g, win in QUAD_WINNER.items():

@@ -270,7 +270,7 @@ def test_a_positive_skewed_quantity_is_compared_on_log_ratios():
 def test_runtime_claims_are_not_testable_on_a_shared_machine():
     """Seconds of runs made minutes apart under a changing load (drift > 10 %) cannot decide
     gaps the paper puts at 3-6 %: both Table V claims are n/a (never counted), saying why."""
-    from fedbench.papers.fedlga import RUNTIME_CLAIMS
+    from fedbench.papers.fedlga_paper import RUNTIME_CLAIMS
 
     for claim in RUNTIME_CLAIMS:
         v = claim.check(None)

@@ -175,7 +175,7 @@ def test_the_walk_sees_known_imports():
     # by name: a package's own modules, the lazy table modules, and the package itself
     assert "fedbench.methods.fedavg" in graph["fedbench.methods"]
     assert "fedbench.tables.render" in graph["fedbench.tables"]
-    assert "fedbench.papers.fedlga" in graph["fedbench.papers"]
+    assert "fedbench.papers.fedlga_paper" in graph["fedbench.papers"]
     assert "fedbench" not in graph["fedbench.training.runner"]  # the version: fedbench.version
 
 
@@ -338,3 +338,93 @@ def test_reading_a_table_imports_no_torch(tmp_path):
     )
     assert "torch" not in loaded
     assert {"fedbench.tables.evaluate", "fedbench.data.quadratic"} <= loaded
+
+
+# Imports sit at the top of a module. A function-level import is kept only where it saves
+# start-up: of a module below that loads something heavy, or of a leaf that the start-up of
+# `fedbench --help` / `fedbench table quadratic` would otherwise load for nothing.
+CHEAP_LEAVES = (*LAYERS[0], *LAYERS[1], "fedbench.training.signals")
+HEAVY = ("torch", "pandas", "numpy", "matplotlib", "numba", "pyarrow", "scipy")
+DEFERRED = {  # a module (or package) that a function may import, and what deferring it saves
+    "fedbench.data": "numpy and the dataset readers",
+    "fedbench.models": "torch",
+    "fedbench.training": "torch (the engine)",
+    "fedbench.results": "pandas and pyarrow",
+    "fedbench.testing": "pandas (the fake runs)",
+    "fedbench.plots": "matplotlib",
+    "fedbench.table_plots": "matplotlib",
+    "fedbench.resources": "numpy",
+    "fedbench.methods": "the 12 method modules, which `fedbench --help` does not load",
+    "fedbench.presets": "the preset catalog, for commands that need no preset",
+    "fedbench.assembly": "the method catalog (through fedbench.methods)",
+    "fedbench.identity": "the method catalog (through fedbench.methods)",
+    "fedbench.run_filter": "the method catalog (through fedbench.methods)",
+    "fedbench.tables": "a command's own machinery: each command loads only its own",
+    "fedbench.papers": "a command's own machinery",
+    "fedbench.sweep": "a command's own machinery",
+    "fedbench.reproduce": "a command's own machinery",
+    "fedbench.check": "a command's own machinery",
+    "fedbench.contracts": "a command's own machinery",
+    "fedbench.calibrate": "a command's own machinery",
+    "fedbench.api": "the API, which loads the engine's front",
+    "fedbench.cli": "a command's own machinery",
+}
+
+
+def function_level_imports(parse=ast.parse) -> list[tuple[str, str]]:
+    """(importer, fedbench module) for every import inside a function."""
+    modules = module_names()
+    out = set()
+    for mod, path in modules.items():
+        is_pkg = path.name == "__init__.py"
+        for fn in ast.walk(parse(path.read_text(), str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in _imports(fn):
+                for target in _targets(node, mod, is_pkg):
+                    if target in modules and target != "fedbench":
+                        out.add((mod, target))
+    return sorted(out)
+
+
+def _deferred_why(target: str) -> str | None:
+    for prefix, why in DEFERRED.items():
+        if target == prefix or target.startswith(prefix + "."):
+            return why
+    return None
+
+
+def test_leaves_are_cheap():
+    loaded = _modules_after("\n".join(f"import {m}" for m in CHEAP_LEAVES))
+    assert not loaded & set(HEAVY)
+
+
+def _loaded_by(args: list[str]) -> set[str]:
+    return _modules_after(
+        "import contextlib, io\n"
+        "from fedbench.cli import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"  # the words of the help are no modules
+        f"    cli({args!r}, standalone_mode=False)"
+    )
+
+
+def test_imports_sit_at_the_top_unless_deferring_saves_start_up(tmp_path):
+    starts = [
+        _loaded_by(["--help"]),
+        _loaded_by(["table", "quadratic", "--results", str(tmp_path)]),
+    ]
+    bad = []
+    for mod, target in function_level_imports():
+        if target in CHEAP_LEAVES:
+            if not any(mod in s and target not in s for s in starts):  # saves no start-up
+                bad.append(f"{mod} -> {target} (a cheap leaf: import it at the top)")
+        elif _deferred_why(target) is None:
+            bad.append(f"{mod} -> {target} (import it at the top, or say in DEFERRED why not)")
+    assert not bad, "function-level imports: " + "; ".join(bad)
+
+
+def test_a_function_level_import_is_seen():
+    """The check sees a leaf imported inside a function (as results/export.py once did config)."""
+    code = "def f():\n    from fedbench import atomic\n"
+    found = function_level_imports(lambda text, name: ast.parse(code))
+    assert ("fedbench.config", "fedbench.atomic") in found

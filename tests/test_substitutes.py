@@ -48,7 +48,7 @@ def test_the_substitutes_keep_their_tables_protocol():
     # SFL vs PFL on FMNIST: its C, local-step grid and 10 clients a round, a 784-200-10 MLP,
     # 2000 rounds at C = 1 and 1000 at C = 2 (each past its knee), evaluated every 4 (the paper's
     # spacing), lrs its own (table sfl-fmnist-lr); the grid stays at 250 rounds
-    from fedbench.papers.sfl import SFL_LR
+    from fedbench.papers.sfl_paper import SFL_LR
 
     cells = [c for c in TABLES["sfl"].cells("fmnist") if c.kind == "runs"]
     cfgs = [(c, cell_config(c, 1234)) for c in cells]
@@ -73,7 +73,7 @@ def test_the_substitutes_keep_their_tables_protocol():
 
 
 def test_the_sfl_substitutes_lrs_come_from_its_own_grid_on_a_held_out_seed():
-    from fedbench.papers.sfl import SFL_SEEDS
+    from fedbench.papers.sfl_paper import SFL_SEEDS
 
     spec = TABLES["sfl-fmnist-lr"]
     cells = [c for c in spec.cells("fmnist") if c.kind == "runs"]

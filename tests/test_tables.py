@@ -15,7 +15,7 @@ import pytest
 from conftest import invoke
 
 from fedbench.identity import run_id
-from fedbench.papers.sfl import quad_constants
+from fedbench.papers.sfl_paper import quad_constants
 from fedbench.table_plots import plot_spec
 from fedbench.tables import (
     METRICS,

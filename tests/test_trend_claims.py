@@ -5,7 +5,7 @@ holds."""
 
 from __future__ import annotations
 
-from fedbench.papers.fedlga import _COMPARED_FAIR, E_GRID, RHO_GRID
+from fedbench.papers.fedlga_paper import _COMPARED_FAIR, E_GRID, RHO_GRID
 from fedbench.papers.fedlga_sensitivity import EPOCHS_CLAIMS, RHO_CLAIMS
 from fedbench.tables import Cell, CellResult, TableResult, TableSpec, evaluate_claims
 

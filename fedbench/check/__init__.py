@@ -31,6 +31,7 @@ from pathlib import Path
 
 from fedbench import version
 from fedbench.assembly import build_config
+from fedbench.atomic import atomic_write_json
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash, run_id
@@ -210,7 +211,6 @@ def write_reference(
     the same names; other checks' entries are kept."""
     import torch
 
-    from fedbench.atomic import atomic_write_json
     from fedbench.check.arithmetic import arithmetic_config
 
     old = read_json(path) if path.is_file() else {}

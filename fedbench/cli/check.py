@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from fedbench.atomic import atomic_write_bytes
 from fedbench.cli import options as opt
 from fedbench.cli.common import OneLineError
 from fedbench.errors import FedbenchError
@@ -136,7 +137,6 @@ def write_report(path: Path, rows, ref_path: Path) -> None:
     """The check's table as Markdown, with its verdict line, written atomically."""
     from dataclasses import asdict
 
-    from fedbench.atomic import atomic_write_bytes
     from fedbench.check import regressions
     from fedbench.cli.info import markdown
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from fedbench.config import check_seeds as config_check_seeds
 from fedbench.errors import FedbenchError
 
 
@@ -102,16 +103,14 @@ def log_level(quiet: bool, verbose: bool, level: str | None) -> str:
 
 
 def check_seeds(seeds, option: str = "--seeds") -> None:
-    from fedbench.config import check_seeds as check
-
-    check(seeds, option)
+    config_check_seeds(seeds, option)
 
 
 def command_line(sets, flags: dict, options: dict | None = None) -> dict:
     """--set items and the fields that flags (--rounds, --seed, ...) set, as one source: a
     field given twice on the command line, even with one value, is an error (one_each).
     options: a field's flag where it is not --FIELD (e.g. seed: --seeds)."""
-    from fedbench.config_input import one_each, parse_set
+    from fedbench.config_input import one_each, parse_set  # `fedbench --help` loads no config_input
 
     items = [(k, v, f"--set {k}={v}") for k, v in parse_set(sets).items()]
     for key, val in flags.items():

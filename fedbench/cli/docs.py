@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from fedbench import config
 from fedbench.atomic import atomic_write_bytes
 from fedbench.cli.common import OneLineError
 from fedbench.errors import FedbenchError
@@ -35,7 +36,7 @@ class Place:
 def _plugin_names() -> set[str]:
     """The names loaded plugins registered: the documentation lists fedbench's own names,
     whatever plugins a command loaded (--plugin, FEDBENCH_PLUGINS, entry points)."""
-    from fedbench.plugins import LOADED
+    from fedbench.plugins import LOADED  # `fedbench --help` loads no plugins module
 
     if not LOADED:
         return set()
@@ -61,8 +62,6 @@ def _config(place: Place) -> str:
     """The config fields in fedbench/config.py's order: default, paper alias, allowed values and
     the comment beside the field in its source."""
     import dataclasses
-
-    from fedbench import config
 
     comments = _field_comments(config)
     alias = {field: short for short, field in config.ALIASES.items()}

@@ -9,6 +9,8 @@ import math
 
 import click
 
+from fedbench.errors import FedbenchError
+
 
 class NonNegative(click.FloatRange):
     """A finite number >= 0 (click's FloatRange lets nan and inf through)."""
@@ -32,8 +34,7 @@ def load_plugins(ctx: click.Context, param: click.Parameter, values) -> None:
 
     if any(not str(v).strip() for v in values):
         raise click.BadParameter("empty; give a .py file or a module name", ctx, param)
-    from fedbench.errors import FedbenchError
-    from fedbench.plugins import load
+    from fedbench.plugins import load  # `fedbench --help` loads no plugins module
 
     try:
         load(values)

@@ -142,12 +142,16 @@ def _train_with_progress(cfg, results: Path, overwrite: bool, level: str, policy
     from fedbench.training.runner import check_not_done
     from fedbench.training.runner import train as run_train
 
-    fp = data_fingerprint(cfg, compute=False)  # known if this data was loaded before
+    # One full "already done?" read of results/: before loading anything when the data's
+    # fingerprint is known (loaded before), else right after loading (the runner checks again,
+    # cheaply, only the run's own folders under its claim).
+    fp = data_fingerprint(cfg, compute=False)
     if fp is not None:
-        check_not_done(cfg, results, overwrite, fp)  # before loading anything
+        check_not_done(cfg, results, overwrite, fp)
     t_load = time.perf_counter()
     engine = Engine(cfg)  # loads the data: errors surface before the progress bar
-    check_not_done(cfg, results, overwrite, engine.data.info.get("fingerprint"))
+    if fp is None:
+        check_not_done(cfg, results, overwrite, engine.data.info.get("fingerprint"))
     log.info(
         "%s: %s on %s, %d rounds -> %s (data loaded in %.1f s)",
         run_id(cfg), cfg.method, cfg.dataset, cfg.rounds, results, time.perf_counter() - t_load,

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fedbench import version
+from fedbench.atomic import atomic_write_json
 from fedbench.config import RunConfig
 from fedbench.data import partition as part
 from fedbench.data.registry import DATASETS, Arrays, DatasetSpec, register_dataset
@@ -343,7 +345,6 @@ def _memo_path() -> Path:
 
 
 def _memo_place() -> str:
-    from fedbench import version
 
     return json.dumps([os.getcwd(), os.environ.get("FEDBENCH_DATA"), version.__version__])
 
@@ -361,7 +362,6 @@ def _read_memo() -> dict:
 
 
 def _remember(cfg: RunConfig, names: set[str], files: list[list], fp: str) -> None:
-    from fedbench.atomic import atomic_write_json
 
     memo = _read_memo()
     fields_read = {n: _plain(getattr(cfg, n)) for n in sorted(names)}

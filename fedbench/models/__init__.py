@@ -14,7 +14,7 @@ from fedbench.models.base import BatchedModel
 from fedbench.models.convnets import BatchedCNN, BatchedResNet18, BatchedResNet20, BatchedVGG9
 from fedbench.models.lstm import TOKEN_DATASETS, BatchedLSTM
 from fedbench.models.mlp import BatchedMLP
-from fedbench.models.quadratic import BatchedQuadratic
+from fedbench.models.quadratic_model import BatchedQuadratic
 from fedbench.models.registry import MODELS, register_model
 
 for _mod in pkgutil.iter_modules(__path__):

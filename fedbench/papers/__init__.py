@@ -11,13 +11,13 @@ import pkgutil
 # The order `fedbench table`, `plot` and `presets` list the papers in (the order they were
 # taken up); a new module needs no entry here: it is found by pkgutil and listed after these.
 LISTED_FIRST = (
-    "fedlga",
+    "fedlga_paper",
     "fedlga_sensitivity",
     "fedlga_readings",
-    "sfl",
+    "sfl_paper",
     "sfl_fmnist",
-    "fedsoftmax",
-    "fedprox",
+    "fedsoftmax_paper",
+    "fedprox_paper",
 )
 
 

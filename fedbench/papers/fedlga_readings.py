@@ -1,5 +1,5 @@
 """FedLGA's Table VI under the two readings of its heterogeneity model the paper leaves open
-(spec §7.2 and §7.16), beside the default table `tau` (fedbench/papers/fedlga.py):
+(spec §7.2 and §7.16), beside the default table `tau` (fedbench/papers/fedlga_paper.py):
 
 - tau-at-most: slow devices "can only perform at most tau_max local epochs" (TCYB §VI-A4):
   E_i ~ U{1..tau_max}, tau_i = E - E_i + 1 (slow_work=at-most), where `tau` draws tau_i itself;
@@ -14,7 +14,7 @@ its own). Both carry the partial-work bound (FedAvg with no slow devices) as a m
 
 from __future__ import annotations
 
-from fedbench.papers.fedlga import FEDLGA_DATASETS, TAU_CLAIMS, TAU_NOTES, tau_cells
+from fedbench.papers.fedlga_paper import FEDLGA_DATASETS, TAU_CLAIMS, TAU_NOTES, tau_cells
 from fedbench.presets import PRESETS, register_preset
 from fedbench.tables.spec import PlotSpec, TableSpec, register
 

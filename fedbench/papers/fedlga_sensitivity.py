@@ -1,12 +1,12 @@
 """FedLGA (IEEE TCYB 2023) Figs. 6-10: rounds to target and accuracy against one parameter at a
 time: every method against E and rho (Figs. 6-7), FedLGA alone against N, K and the imbalance xi
-(Figs. 8-10). Its presets and Tables V-VI are in fedbench/papers/fedlga.py."""
+(Figs. 8-10). Its presets and Tables V-VI are in fedbench/papers/fedlga_paper.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from fedbench.papers.fedlga import (
+from fedbench.papers.fedlga_paper import (
     _BEST,
     _COMPARED_FAIR,
     _FAIR_BASELINES,

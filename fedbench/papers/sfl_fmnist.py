@@ -1,12 +1,12 @@
 """SFL vs PFL (Li & Lyu) Table 3 on the Fashion-MNIST substitute: the learning-rate grid the
 authors tuned each method on (spec §5.2: {0.003, 0.01, 0.03, 0.1, 0.3} per method, C and K, at a
 quarter of the final rounds), run on a seed the table does not use. The lrs it chose are in
-fedbench.papers.sfl (SFL_LR, key ("fmnist", "mlp", ...)); `fedbench table sfl-fmnist-lr` shows
+fedbench.papers.sfl_paper (SFL_LR, key ("fmnist", "mlp", ...)); `fedbench table sfl-fmnist-lr` shows
 the grid and each method's best lr, which the preset's lrs must equal."""
 
 from __future__ import annotations
 
-from fedbench.papers.sfl import (
+from fedbench.papers.sfl_paper import (
     SFL_CLASSES,
     SFL_CLIP,
     SFL_K,

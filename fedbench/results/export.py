@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fedbench.atomic import atomic_write_bytes
+from fedbench.config import FIELD_KINDS, RunConfig
 from fedbench.results.schema import (
     SCHEMA_VERSION,
     Column,
@@ -33,7 +35,6 @@ _RUN = "every run"
 
 
 def _config_columns() -> list[Column]:
-    from fedbench.config import FIELD_KINDS
 
     out = []
     for name, (kind, _) in FIELD_KINDS.items():
@@ -126,7 +127,6 @@ def meta_from_row(row: dict) -> dict:
 
 def _dict_fields() -> set[str]:
     """Config fields of dict kind (method_params, server_params, ...): JSON text in a table."""
-    from fedbench.config import FIELD_KINDS
 
     return {name for name, (kind, _) in FIELD_KINDS.items() if kind == "dict"}
 
@@ -136,7 +136,6 @@ def _without_absent(config: dict) -> dict:
     build did not have (the column is the union over runs): left out, so that the field takes
     its default, as when the run's own run.json is read (config_from_dict), and the run keeps
     its identity."""
-    from fedbench.config import RunConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
     return {k: v for k, v in config.items() if v is not None or defaults.get(k, None) is None}
@@ -189,8 +188,6 @@ def write_table(table: pa.Table, path: Path, what: dict[str, str]) -> None:
     import io
 
     import pyarrow.parquet as pq
-
-    from fedbench.atomic import atomic_write_bytes
 
     meta = dict(table.schema.metadata or {})
     meta.update({f"fedbench.{k}".encode(): str(v).encode() for k, v in what.items()})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fedbench.atomic import refuse_links
+from fedbench.atomic import atomic_write_bytes, refuse_links
 from fedbench.errors import FedbenchError
 from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store
 from fedbench.safe_read import read_bytes
@@ -155,7 +155,6 @@ def _publish_fit(fit_path: Path, root: Path) -> str:
         raise FedbenchError(
             f"the store already holds another fit {target}; delete it (git rm) to ship {fit_path}"
         )
-    from fedbench.atomic import atomic_write_bytes
 
     atomic_write_bytes(target, data)
     return f"shipped fit {target.name}"

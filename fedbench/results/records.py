@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from fedbench.atomic import atomic_write_bytes
 from fedbench.errors import FedbenchError
 from fedbench.results.schema import (  # noqa: F401 (their home before schema.py)
     SCHEMA_VERSION,
@@ -62,8 +63,6 @@ def write_rounds(path: Path, table) -> None:
     import io
 
     import pyarrow.parquet as pq
-
-    from fedbench.atomic import atomic_write_bytes
 
     buf = io.BytesIO()
     pq.write_table(table, buf)

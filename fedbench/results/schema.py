@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fedbench.atomic import json_safe
 from fedbench.errors import FedbenchError
 
 if TYPE_CHECKING:
@@ -300,6 +301,5 @@ def normalise_meta(meta: dict) -> dict:
 
 def json_text(obj: Any) -> str:
     """Canonical JSON text (sorted keys, no spaces) for object values in a Parquet column."""
-    from fedbench.atomic import json_safe
 
     return json.dumps(json_safe(obj), sort_keys=True, separators=(",", ":"))

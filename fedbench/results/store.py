@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fedbench.errors import FedbenchError
+from fedbench.safe_read import PARQUET_CAP, open_regular
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -163,8 +164,6 @@ def generation(table: pa.Table) -> bytes | None:
 def read_table(path: Path) -> pa.Table:
     """A store file read through fedbench.safe_read (a regular file under its cap)."""
     import pyarrow.parquet as pq
-
-    from fedbench.safe_read import PARQUET_CAP, open_regular
 
     with open_regular(path, PARQUET_CAP) as f:
         return pq.read_table(f)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fedbench.config import RunConfig
+from fedbench.devices import device_name, resolve_device
 from fedbench.sweep.rates import RATE_FIELDS, Rates, device_label, rate_key, run_rate
 
 __all__ = ["RATE_FIELDS", "device_label", "rate_key", "run_rate"]
@@ -22,7 +23,6 @@ def measured_rates(results: Path, device: str, shipped=False) -> dict[tuple, lis
 
 def this_device(cfg: RunConfig) -> str:
     """The device a run of cfg would use, as device_label names it."""
-    from fedbench.devices import device_name, resolve_device
 
     return device_label(device_name(resolve_device(cfg.device)))
 

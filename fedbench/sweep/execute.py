@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fedbench.errors import FedbenchError
 from fedbench.identity import run_id
+from fedbench.plugins import ENV
 from fedbench.sweep.one_run import (
     _WORKER,
     Outcome,
@@ -19,6 +20,7 @@ from fedbench.sweep.one_run import (
     execute_run,
 )
 from fedbench.sweep.stacking import execute_stack, stack_groups
+from fedbench.training import signals
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,6 @@ def _die_with_parent() -> None:
 
 
 def _init_worker(slots, threads: int | None, budget: int, devices: list[str], progress) -> None:
-    from fedbench.training import signals
 
     _die_with_parent()
     signals.install_for_worker()  # a stop ends its run at the round's end (or now: SIGUSR2)
@@ -65,7 +66,6 @@ class InlineExecutor:
         """Nothing to start before the plan is shown."""
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
-        from fedbench.training import signals
 
         for group in stack_groups(list(todo), self.stack):
             signals.check()  # a stop asked for: start nothing more
@@ -137,8 +137,6 @@ class PoolExecutor:
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
         import multiprocessing as mp
 
-        from fedbench.training import signals
-
         progress = mp.get_context("spawn").Queue()
         state = _PoolState(self, list(todo), str(results), repair, progress)
         by_id = {run_id(c): c for c in todo}
@@ -174,7 +172,6 @@ class _PoolState:
             os.kill(pid, signum)
 
     def submit(self, on_start) -> None:
-        from fedbench.training import signals
 
         if signals.requested() is not None:
             self.queue.clear()  # start nothing more; the runs going on stop at their round's end
@@ -274,7 +271,6 @@ class RayExecutor:
             raise FedbenchError("--executor ray needs Ray: pip install 'fedbench[ray]'") from None
         if ray.is_initialized():
             return ray
-        from fedbench.plugins import ENV
 
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fedbench/
         env = {"py_modules": [package]}
@@ -294,7 +290,6 @@ class RayExecutor:
         return ray
 
     def run(self, todo, results, repair, on_start, on_done, on_round=None) -> None:
-        from fedbench.training import signals
 
         ray = self._ray()
         signals.reassert()  # ray.init installs its own SIGTERM handler
@@ -308,8 +303,6 @@ class RayExecutor:
 
     def _run(self, ray, todo, results, repair, on_start, on_done, on_round) -> None:
         from ray.util.queue import Queue
-
-        from fedbench.training import signals
 
         progress = Queue()
         threads = max(1, int(self.num_cpus))
@@ -347,7 +340,6 @@ class RayExecutor:
 
     def _outcome(self, ray, ref, cfg, attempt: int) -> Outcome | None:
         """The task's outcome; None when its worker died and it is to run again."""
-        from fedbench.training import signals
 
         try:
             out = Outcome.from_dict(ray.get(ref))

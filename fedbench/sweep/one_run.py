@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbench.config import RunConfig
+from fedbench import plugins
+from fedbench.config import RunConfig, config_from_dict
 from fedbench.errors import FedbenchError
 from fedbench.identity import run_id
+from fedbench.training import signals
 
 
 @dataclass
@@ -52,10 +54,7 @@ def execute_run(
     (fedbench.training.checkpoint; None: this process's environment)."""
     import dataclasses
 
-    from fedbench import plugins
-    from fedbench.config import config_from_dict
     from fedbench.results.locks import RunBusy
-    from fedbench.training import signals
     from fedbench.training import threads as thread_policy
     from fedbench.training.checkpoint import Policy
     from fedbench.training.runner import RunExists, train

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from fedbench.config import RunConfig
+from fedbench.config import RunConfig, config_from_dict
 
 RATE_FIELDS = (
     "dataset",
@@ -312,8 +312,6 @@ _FLOPS: dict[str, float | None] = {}
 def _flops_of(config: dict) -> float | None:
     """round_flops of a stored run's config (cached; None where it cannot be rebuilt)."""
     import json
-
-    from fedbench.config import config_from_dict
 
     text = json.dumps(config, sort_keys=True, default=str)
     if text not in _FLOPS:

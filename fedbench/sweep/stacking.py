@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 from fedbench.config import RunConfig
+from fedbench.devices import resolve_device
 from fedbench.identity import run_id
 from fedbench.sweep.one_run import OnDone, OnRound, OnStart, Outcome, execute_run
 
@@ -70,7 +71,6 @@ def stack_pays(cfg: RunConfig) -> bool:
     models whose rounds go through the torch loop (a GPU, or FEDBENCH_FASTPATH=0) with a local
     step that always merges. On CPU the compiled fast path already runs such rounds without
     dispatch (stacking: ~1x), and bigger models' rounds are bound by their GEMMs (~1x)."""
-    from fedbench.devices import resolve_device
     from fedbench.training import fastpath
 
     if cfg.model not in DISPATCH_BOUND_MODELS or _local_step_form(cfg) not in ("plain", "drift"):

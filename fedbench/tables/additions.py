@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from fedbench.config import ALIASES, FIELD_TYPES
 from fedbench.errors import FedbenchError
 from fedbench.tables.spec import Cell, Derived, TableSpec
 
@@ -48,7 +49,7 @@ class Addition:
 
 def parse_addition(text: str) -> Addition:
     """'NAME' or 'NAME:KEY=VALUE,...' -> Addition, the method and its parameters checked."""
-    from fedbench.config_input import parse_param_text
+    from fedbench.config_input import parse_param_text  # `fedbench --help` loads no config_input
     from fedbench.methods import method_class, method_params
 
     name, _, rest = str(text).partition(":")
@@ -68,8 +69,7 @@ def parse_addition(text: str) -> Addition:
 
 def _cell_method(cell: Cell) -> tuple[str, dict[str, Any]]:
     """The method a runs cell trains and the method parameters it sets."""
-    from fedbench.config import ALIASES, FIELD_TYPES
-    from fedbench.config_input import canonical_key
+    from fedbench.config_input import canonical_key  # `fedbench --help` loads no config_input
     from fedbench.presets import PRESETS
 
     over = dict(cell.overrides)
@@ -96,7 +96,6 @@ def baseline_row(cells: list[Cell]) -> str | None:
 
 
 def _added_cell(cell: Cell, base: str, add: Addition) -> Cell | None:
-    from fedbench.config import ALIASES, FIELD_TYPES
 
     if cell.kind == "derived":
         sources = tuple((add.label if r == base else r, col) for r, col in cell.derived.sources)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedbench.atomic import atomic_write_bytes
+from fedbench.errors import FedbenchError
 from fedbench.tables.metrics import METRICS
 from fedbench.tables.result import CellResult, TableResult
 from fedbench.tables.verdicts import claim_lines
@@ -93,9 +95,6 @@ def write_guarded(path: Path, text: str, runs: int | None, sidecar: dict | None 
     """Write a table file unless that would replace one made from more runs (a FedbenchError
     says why); the same bytes are not rewritten. Returns whether the file changed."""
     import json
-
-    from fedbench.atomic import atomic_write_bytes
-    from fedbench.errors import FedbenchError
 
     old = file_run_count(path) if path.exists() else None
     if old is not None and runs is not None and runs < old:

@@ -7,9 +7,10 @@ with the same one line instead of leaving every cell n/a."""
 
 from __future__ import annotations
 
-from fedbench.config import check_seeds
+from fedbench.config import RunConfig, check_seeds
 from fedbench.config_input import parse_set
 from fedbench.errors import FedbenchError
+from fedbench.plugins import LOADED
 from fedbench.tables.result import Selection
 
 
@@ -17,7 +18,6 @@ def make_selection(dataset, seeds, preset, sets, results, add_methods=()) -> Sel
     """The runs a paper table refers to; every key, value, seed, preset and added method
     checked here. seeds: "0,1,2" text or a sequence of ints; sets: KEY=VALUE items."""
     from fedbench.assembly import apply_overrides
-    from fedbench.config import RunConfig
     from fedbench.presets import get_preset
 
     seed_list = _seeds(seeds) if isinstance(seeds, str) else seeds
@@ -61,7 +61,6 @@ def given_plugins() -> tuple[str, ...]:
     """The plugins this command loaded from --plugin or FEDBENCH_PLUGINS (not entry points:
     installed packages load themselves), as given: the commands a table with rows added prints
     repeat them (a paper table's own commands stay as they were)."""
-    from fedbench.plugins import LOADED
 
     return tuple(p.source for p in LOADED.values() if not p.source.startswith("entry point "))
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbench.config import ALIASES, FIELD_TYPES
 from fedbench.errors import FedbenchError
 from fedbench.tables.claims import Claim
 from fedbench.tables.paper_values import PaperRef, paper_values
@@ -154,7 +155,6 @@ class SpecError(FedbenchError):
 def check_override_names(preset: str, overrides: dict[str, Any], where: str) -> None:
     """Every key must be a RunConfig field (or paper alias) or a parameter of the cell's method
     (the override's, else the preset's). A method this build lacks is left to the cell (n/a)."""
-    from fedbench.config import ALIASES, FIELD_TYPES
     from fedbench.methods import METHODS
     from fedbench.presets import PRESETS
 

@@ -41,7 +41,9 @@ import torch
 from fedbench import identity, version
 from fedbench.atomic import atomic_write_with
 from fedbench.config import RunConfig
+from fedbench.devices import device_name
 from fedbench.errors import FedbenchError
+from fedbench.safe_read import CHECKPOINT_CAP, open_regular
 
 FILE = "checkpoint.pt"
 FORMAT = 2  # 2: the state saved as bytes under their SHA-256 (1, unhashed, is not resumed)
@@ -141,7 +143,6 @@ class Checkpointer:
     def save(self, progress: Progress) -> bool:
         """Write the checkpoint of the run after progress.round (atomically); False when none
         could be written (a warning says why; the run goes on without)."""
-        from fedbench.devices import device_name
 
         t0 = time.monotonic()
         eng = self.eng
@@ -250,8 +251,6 @@ def _load(path: Path, device) -> dict:
     import hashlib
     import io
 
-    from fedbench.safe_read import CHECKPOINT_CAP, open_regular
-
     with open_regular(path, CHECKPOINT_CAP) as f:
         outer = torch.load(f, map_location="cpu", weights_only=True)
     if not isinstance(outer, dict) or outer.get("format") != FORMAT:
@@ -272,7 +271,6 @@ def _load(path: Path, device) -> dict:
 
 def _restore(state: dict, cfg: RunConfig, eng) -> Progress:
     """Check the checkpoint against this run, then put its state into the engine."""
-    from fedbench.devices import device_name
 
     for key, want in _identity(cfg, eng).items():
         if state.get(key) != want:

@@ -30,7 +30,7 @@ def _kernel(model):
     """The compiled round for this model, or None (also when numba cannot load: no numba, or
     no writable cache folder)."""
     from fedbench.models.mlp import BatchedMLP
-    from fedbench.models.quadratic import BatchedQuadratic
+    from fedbench.models.quadratic_model import BatchedQuadratic
 
     name = None
     if type(model) is BatchedMLP and len(model.sizes) == 2:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from fedbench import identity, version
+from fedbench import identity, plugins, version
 from fedbench.atomic import (
     DiskFull,
     atomic_write_json,
@@ -183,7 +183,6 @@ def _start_meta(cfg: RunConfig) -> dict:
 def plugin_records(cfg: RunConfig) -> list[dict]:
     """The plugins (file, SHA-256) that implement this run's method, dataset or model; empty
     for a run of built-in names (fedbench.plugins)."""
-    from fedbench import plugins
     from fedbench.data.registry import DATASETS
     from fedbench.methods import METHODS
     from fedbench.models.registry import MODELS

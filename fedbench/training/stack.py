@@ -56,7 +56,7 @@ def merge_key(engine) -> tuple | None:
     """What must be equal for two runs' rounds to train as rows of one call, or None when this
     engine's rounds train alone. Conservative: only what is exact row by row."""
     from fedbench.models.mlp import BatchedMLP
-    from fedbench.models.quadratic import BatchedQuadratic
+    from fedbench.models.quadratic_model import BatchedQuadratic
 
     cfg, model, method, data = engine.cfg, engine.model, engine.method, engine.data
     if type(model) not in (BatchedMLP, BatchedQuadratic) or model.buffer_dim:

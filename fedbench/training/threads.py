@@ -26,6 +26,8 @@ import os
 
 import torch
 
+from fedbench.devices import check_threads
+
 # FLOPs of one batched local step (all K devices, forward + backward) below which a model runs
 # on one thread: the FedLGA MLP (K 10, B 10, 318 k parameters: ~0.2 GFLOP) is below it and
 # loses at 2 threads on 2 cores; the conv nets' steps are above it
@@ -38,8 +40,6 @@ def configure(requested: int | None = None, budget: int | None = None) -> None:
     """Turn the policy on for this process: `requested` (--threads) wins when given; else the
     policy picks within `budget` (default: all cores)."""
     if requested is not None:
-        from fedbench.devices import check_threads
-
         check_threads(requested)
     _settings.update(requested=requested, budget=budget)
 
@@ -48,7 +48,7 @@ def step_flops(model, k: int, batch_size: int) -> float | None:
     """Approximate FLOPs of one local step of k devices, for models whose cost is ~6 x
     parameters per sample (fully connected and quadratic models); None for others."""
     from fedbench.models.mlp import BatchedMLP
-    from fedbench.models.quadratic import BatchedQuadratic
+    from fedbench.models.quadratic_model import BatchedQuadratic
 
     if isinstance(model, (BatchedMLP, BatchedQuadratic)):
         return 6.0 * model.dim * k * batch_size
