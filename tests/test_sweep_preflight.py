@@ -36,7 +36,7 @@ def invoke(args, cwd: Path):
 @pytest.fixture(autouse=True)
 def quiet_machine(monkeypatch):
     """Estimates at a quiet machine's rates: the test machine's load does not scale them."""
-    monkeypatch.setattr("fedbench.sweep.rates.load_factor", lambda: (1.0, ""))
+    monkeypatch.setattr("fedbench.sweep.rates.load_factor", lambda: (1.0, "", ""))
 
 
 def test_the_cifar100_line_exits_2_before_writing_anything(no_cifar, monkeypatch):
@@ -240,8 +240,9 @@ def test_on_a_busy_cpu_the_load_is_said_not_counted_twice(tmp_path, monkeypatch)
     monkeypatch.undo()  # the real load_factor (quiet_machine replaced it)
     monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    factor, said = rates.load_factor()
-    assert factor == 4.0 and "this machine's now: 8.0 on 2 cores, x4.0 a quiet run's time" in said
+    factor, said, _ = rates.load_factor()
+    assert factor == 4.0
+    assert "this machine's load now: 8.0 on 2 cores, x4.0 a quiet run's time" in said
     here = estimate.this_device(build_config("default"))
     runs = [build_config("default", None, {"seed": s}) for s in range(2)]
     _finished_run(tmp_path / "r", runs[0], 10, here)  # 0.2 s a round, under its own load

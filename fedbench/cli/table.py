@@ -171,8 +171,10 @@ def _print_paper_table(result, fit_line: str | None) -> None:
     c.print(rich_paper_table(result))
     notes = [line for line in table_notes(result) if not line.startswith("skipped: ")]
     width = c.width if c.is_terminal else 80  # console() is 240 wide off a terminal
-    for line in [wrapped(line, width) for line in notes + claim_lines(result)]:
-        c.print(line, highlight=False, markup=False, soft_wrap=True)
+    for line in notes + claim_lines(result):
+        # a fill command stays on one line, to be copied whole
+        text = line if line.lstrip().startswith("fedbench ") else wrapped(line, width)
+        c.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_line) -> None:
