@@ -68,7 +68,8 @@ class Engine:
                 client_sizes=self.sizes.to(self.device, self.dtype),
             )
         )
-        self.method.init(self.w)  # state that starts from w^0 (a checkpoint replaces it)
+        # state that starts from w^0 (a checkpoint replaces it)
+        self.method.init(self.w, evaluation.RoundServices(self.model, self.data, self.buffers))
         # the next round's plan, built while this one trains (plan.py)
         self.plans = planning.PlanAhead(lambda r: self.plan_round(r))
 
