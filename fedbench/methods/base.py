@@ -355,7 +355,7 @@ class Method:
 
     # ---- device side ----
     # The Params fields local_step reads; None: unknown (all). Runs that differ only in other
-    # fields may train as one stack (fedbench.sweep.execute); plain SGD reads none.
+    # fields may train as one stack (fedbench.sweep.executors); plain SGD reads none.
     local_step_params: ClassVar[tuple[str, ...] | None] = None
 
     def linear_step(self) -> LinearStep | None:
