@@ -136,7 +136,7 @@ def load_runs(
     dataset / method / where select runs as `--dataset` / `--method` / `--where` do (where:
     {"s": 0.5} or ["s=0.5"]). table: only the runs that paper table uses (on `dataset`, as
     `fedbench table NAME --dataset D` picks them: fedbench.tables.selection). shipped: also
-    the runs of the shipped store (results/shipped, fedbench.results.store; a run both there
+    the runs of the shipped store (results/shipped, fedbench.results.shipped_store; a run both there
     and in `results` is read once, from the store); the runs' `source` column says which
     ("shipped" or "results"). on_error: "skip" leaves out a damaged or hostile record
     (fedbench.safe_read) with a warning naming its file, "fail" raises a FedbenchError naming

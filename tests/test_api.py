@@ -128,11 +128,11 @@ def test_load_runs_reads_what_train_and_sweep_wrote(tmp_path, one_thread):
 def test_load_runs_reads_the_shipped_store(monkeypatch):
     from pathlib import Path
 
-    from fedbench.results.store import _DEFAULT, default_store
+    from fedbench.results.shipped_store import _DEFAULT, default_store
 
     shipped = Path(__file__).resolve().parents[1] / "results" / "shipped"
     monkeypatch.setenv("FEDBENCH_STORE", str(shipped))
-    monkeypatch.setattr("fedbench.results.store._DEFAULT", {**_DEFAULT})
+    monkeypatch.setattr("fedbench.results.shipped_store._DEFAULT", {**_DEFAULT})
     shipped_ids = {row["run_id"] for _, row in default_store().rows()}
     assert shipped_ids, "no shipped store in this tree"
     runs, rounds = fedbench.load_runs("no-such-folder", shipped=True)

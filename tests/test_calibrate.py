@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from fedbench.calibrate import Point, calibrate, search
+from fedbench.calibration_search import Point, calibrate, search
 from fedbench.cli import cli
 from fedbench.errors import FedbenchError
 from fedbench.results import RunIndex

@@ -128,7 +128,7 @@ def test_full_batch_grads_match_one_big_batch():
 
 
 def test_fused_sgd_step_equals_gradient_then_update():
-    from fedbench.models.base import BatchedModel
+    from fedbench.models.batched import BatchedModel
     from fedbench.models.mlp import BatchedMLP
 
     m = BatchedMLP([6, 5, 4, 3])  # two hidden layers: exercises the layer order

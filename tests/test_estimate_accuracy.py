@@ -19,7 +19,7 @@ def checks():
     import tempfile
 
     from fedbench.results import RunIndex
-    from fedbench.results.store import Store
+    from fedbench.results.shipped_store import Store
 
     root = STORE
     if not root.is_dir():

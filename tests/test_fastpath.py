@@ -107,7 +107,7 @@ def test_step_windows_equal_single_steps(window, method):
 
 
 def test_default_sgd_steps_is_single_steps_on_active_prefixes():
-    from fedbench.models.base import BatchedModel
+    from fedbench.models.batched import BatchedModel
     from fedbench.models.mlp import BatchedMLP
 
     model = BatchedMLP([6, 3])

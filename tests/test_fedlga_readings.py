@@ -11,7 +11,7 @@ from fedbench.assembly import validate_config
 from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash
-from fedbench.training import plan as planning
+from fedbench.training import round_plan as planning
 from fedbench.training.hetero import sample_work
 
 TOL = 1e-10

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from fedbench.cli import cli
-from fedbench.results.store import STORE_ENV, Store
+from fedbench.results.shipped_store import STORE_ENV, Store
 
 REPO = Path(__file__).resolve().parents[1]
 STORE = REPO / "results" / "shipped"

@@ -29,7 +29,7 @@ class SyncCounter:
     def __init__(self, monkeypatch):
         self.count = 0
         # the round's own thread: the next round's plan is built on the CPU in a helper thread
-        # (training.plan.PlanAhead), off the critical path; its conversions are not syncs
+        # (training.round_plan.PlanAhead), off the critical path; its conversions are not syncs
         self.thread = threading.get_ident()
         for name in CONVERSIONS:
             monkeypatch.setattr(torch.Tensor, name, self._counted(getattr(torch.Tensor, name)))

@@ -257,7 +257,7 @@ LAYERS = (
         "fedbench.safe_read",
         "fedbench.lazy",
         "fedbench.names",
-        "fedbench.params",
+        "fedbench.param_fields",
         "fedbench.plugins",
     ),
     ("fedbench.config", "fedbench.config_input", "fedbench.devices"),
@@ -274,7 +274,7 @@ LAYERS = (
     ("fedbench.papers",),
     ("fedbench.sweep",),
     (
-        "fedbench.calibrate",
+        "fedbench.calibration_search",
         "fedbench.check",
         "fedbench.contracts",
         "fedbench.api",
@@ -365,7 +365,7 @@ DEFERRED = {  # a module (or package) that a function may import, and what defer
     "fedbench.reproduce": "a command's own machinery",
     "fedbench.check": "a command's own machinery",
     "fedbench.contracts": "a command's own machinery",
-    "fedbench.calibrate": "a command's own machinery",
+    "fedbench.calibration_search": "a command's own machinery",
     "fedbench.api": "the API, which loads the engine's front",
     "fedbench.cli": "a command's own machinery",
 }

@@ -9,7 +9,7 @@ import torch
 from conftest import PARTIAL_WORK, tiny_config, tiny_data
 from test_mlp_window import active_at, make_steps, run_per_step, run_windows
 
-from fedbench.models.base import BatchedModel
+from fedbench.models.batched import BatchedModel
 from fedbench.models.mlp import BatchedMLP
 from fedbench.training.engine import Engine
 

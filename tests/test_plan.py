@@ -1,5 +1,6 @@
-"""Round planning is pure (fedbench.training.plan): a function of the config, the devices' data and
-the round, with no model or engine; the engine and the per-device reference loop share it."""
+"""Round planning is pure (fedbench.training.round_plan): a function of the config, the
+devices' data and the round, with no model or engine; the engine and the per-device reference
+loop share it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import torch
 from conftest import tiny_config, tiny_data
 
-from fedbench.training import plan as planning
+from fedbench.training import round_plan as planning
 from fedbench.training.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1] / "fedbench" / "training"
@@ -38,7 +39,7 @@ def fedbench_imports(module: str) -> set[str]:
 
 
 def test_plan_needs_no_engine_model_or_method():
-    deps = fedbench_imports("plan")
+    deps = fedbench_imports("round_plan")
     assert not {d for d in deps if d.startswith(("fedbench.training.engine", "fedbench.models"))}
     assert not {d for d in deps if d.startswith(("fedbench.methods", "fedbench.data"))}
 
@@ -46,7 +47,7 @@ def test_plan_needs_no_engine_model_or_method():
 def test_reference_loop_uses_plan_alone():
     deps = fedbench_imports("reference")
     assert not {d for d in deps if d.startswith("fedbench.training.engine")}
-    assert "fedbench.training.plan" in deps
+    assert "fedbench.training.round_plan" in deps
 
 
 def test_plan_from_config_and_data_equals_the_engines():

@@ -10,7 +10,7 @@ import torch
 from conftest import PARTIAL_WORK, tiny_config, tiny_data
 
 from fedbench.training.engine import Engine
-from fedbench.training.plan import PlanAhead
+from fedbench.training.round_plan import PlanAhead
 
 
 def _same_plan(a, b):

@@ -217,7 +217,7 @@ def test_a_sweep_worker_loads_the_plugins_from_the_environment(plugin_file, tmp_
     dict naming the plugin's method and dataset."""
     code = (
         "from fedbench.config import RunConfig\n"
-        "from fedbench.sweep.execute import execute_run\n"
+        "from fedbench.sweep.executors import execute_run\n"
         "cfg = RunConfig(dataset='blobs', partition='natural', method='half_sgd', rounds=2,"
         " num_clients=4, clients_per_round=2, local_epochs=1)\n"
         f"out = execute_run(cfg.to_dict(), {str(tmp_path / 'r')!r}, threads=1)\n"

@@ -16,7 +16,7 @@ import pytest
 from conftest import invoke
 
 from fedbench.results.publish_lock import LOCK
-from fedbench.results.store import Store
+from fedbench.results.shipped_store import Store
 
 TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
         "--set", "eval_train=false", "--threads", "1", "--quiet"]  # fmt: skip

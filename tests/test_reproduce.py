@@ -12,7 +12,7 @@ import pytest
 from conftest import invoke, one_line_error
 from resume_helpers import assert_same_rounds
 
-from fedbench.reproduce import plan as plan_mod
+from fedbench.reproduce import reproduction_plan as plan_mod
 from fedbench.sweep import budget
 from fedbench.sweep.budget import EXIT_BUDGET
 
@@ -164,7 +164,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, text):
 
 def test_no_run_starts_that_its_rate_says_cannot_end_in_time():
     from fedbench.assembly import build_config
-    from fedbench.reproduce.execute import fitting
+    from fedbench.reproduce.run_units import fitting
     from fedbench.sweep.rates import Rates
 
     rates = Rates()
@@ -261,7 +261,7 @@ def test_runs_quicker_than_their_estimate_leave_time_for_more(monkeypatch):
     """The runs that fit are fitted again as they end: four 5 s runs in 12 s, each batch done
     in 1 s, all run (fitted once, two would run and the budget would end)."""
     from fedbench.assembly import build_config
-    from fedbench.reproduce import execute
+    from fedbench.reproduce import run_units as units_mod
     from fedbench.sweep.rates import Rates
 
     now = [0.0]
@@ -278,9 +278,9 @@ def test_runs_quicker_than_their_estimate_leave_time_for_more(monkeypatch):
         ran.append(len(runs))
         now[0] += 1.0
 
-    monkeypatch.setattr(execute, "_run_unit", run_unit)
+    monkeypatch.setattr(units_mod, "_run_unit", run_unit)
     monkeypatch.setattr(budget.Deadline, "arm", lambda self, s=0.0: None)
-    out = execute.run_units(rp, None, deadline, jobs=1, level="quiet")
+    out = units_mod.run_units(rp, None, deadline, jobs=1, level="quiet")
     assert ran == [2, 2] and not out.budget_ended
 
 

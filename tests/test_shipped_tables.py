@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from fedbench.cli import cli
-from fedbench.results.store import STORE_ENV, Store
+from fedbench.results.shipped_store import STORE_ENV, Store
 from fedbench.tables import TABLES
 from fedbench.tables.report import _made_by
 

@@ -17,7 +17,7 @@ from fedbench.cli import cli
 from fedbench.results import RunIndex
 from fedbench.results.export import meta_from_row
 from fedbench.results.schema import normalise_meta
-from fedbench.results.store import SIZE_BUDGET, STORE_ENV, Store, store_root
+from fedbench.results.shipped_store import SIZE_BUDGET, STORE_ENV, Store, store_root
 from fedbench.tables import Selection, cell_config, get_table
 from fedbench.testing import fake_rounds, write_fake_run
 
@@ -152,7 +152,7 @@ def test_export_is_lossless(tmp_path):
 def test_publish_refuses_past_the_size_budget(tmp_path, monkeypatch):
     res = tmp_path / "R"
     fake_stragglers(res, seeds=(0,))
-    monkeypatch.setattr("fedbench.results.store.SIZE_BUDGET", 100)
+    monkeypatch.setattr("fedbench.results.shipped_store.SIZE_BUDGET", 100)
     r = invoke("publish", "--table", "stragglers", *SEL, "--results", res, "--store",
                tmp_path / "S")  # fmt: skip
     assert r.exit_code == 2 and "over its budget" in r.output

@@ -9,7 +9,7 @@ import pytest
 from conftest import invoke
 
 import fedbench
-from fedbench.results.store import STORE_ENV
+from fedbench.results.shipped_store import STORE_ENV
 
 TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
         "--set", "eval_train=false"]  # fmt: skip
@@ -37,7 +37,7 @@ def store(made, tmp_path, monkeypatch):
     copy = tmp_path / "S"
     shutil.copytree(store, copy)
     monkeypatch.setenv(STORE_ENV, str(copy))
-    monkeypatch.setattr("fedbench.results.store._DEFAULT", {})
+    monkeypatch.setattr("fedbench.results.shipped_store._DEFAULT", {})
     return res, copy, names
 
 

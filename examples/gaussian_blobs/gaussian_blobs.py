@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbench.data.registry import Arrays, DataShape, dataset_params, register_dataset
-from fedbench.params import param
+from fedbench.param_fields import param
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def calibrate(
       fedbench sweep --table tau --dataset fmnist --calibrated
       fedbench table tau --dataset fmnist --calibrated
     """
-    from fedbench.calibrate import calibrate as fit_param
+    from fedbench.calibration_search import calibrate as fit_param
     from fedbench.tables import get_table
 
     spec = get_table(table_name)

@@ -23,7 +23,7 @@ from fedbench.cli.sweep import executor_options
 
 
 def _paper_names() -> list[str]:
-    from fedbench.reproduce.plan import paper_tables
+    from fedbench.reproduce.reproduction_plan import paper_tables
 
     return list(paper_tables())
 
@@ -72,7 +72,7 @@ def reproduce(papers, **o):
     first (the runs stopped keep a checkpoint: run the same command again to go on); 130 / 143
     Ctrl-C / SIGTERM.
     """
-    from fedbench.reproduce.plan import build_plan, choose_tables
+    from fedbench.reproduce.reproduction_plan import build_plan, choose_tables
     from fedbench.reproduce.screen import plan_lines
     from fedbench.sweep import make_executor
     from fedbench.sweep.budget import Deadline, budget_seconds
@@ -99,7 +99,7 @@ def reproduce(papers, **o):
 
 def _run(rp, executor, deadline, jobs: int, level: str):
     """The units' runs under the deadline; a signal's stop exits as sweep's does."""
-    from fedbench.reproduce.execute import Outcome, run_units
+    from fedbench.reproduce.run_units import Outcome, run_units
     from fedbench.training import signals
 
     if not rp.todo:
@@ -119,7 +119,7 @@ def _run(rp, executor, deadline, jobs: int, level: str):
 
 def _afterwards(rp, o: dict, outcome, papers) -> None:
     """Each complete table's files and store; the closing summary; the exit code."""
-    from fedbench.reproduce.execute import refresh
+    from fedbench.reproduce.run_units import refresh
     from fedbench.reproduce.screen import closing_lines
     from fedbench.sweep import summary_line
     from fedbench.sweep.budget import EXIT_BUDGET
@@ -147,7 +147,7 @@ def _write_tables(rp, o: dict) -> None:
     from fedbench.cli.plot import _plot_figure
     from fedbench.cli.store import _publish_one
     from fedbench.cli.table import _paper_table, _table_report
-    from fedbench.results.store import store_root
+    from fedbench.results.shipped_store import store_root
 
     done = [u for u in rp.units if u.complete]
     if not done:

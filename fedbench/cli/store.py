@@ -1,5 +1,5 @@
 """`fedbench export` (runs as two Parquet files) and `fedbench publish` (runs into the shipped
-store, fedbench.results.store)."""
+store, fedbench.results.shipped_store)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def publish(table_name, dataset, seeds, preset, sets, results, calibrated, run_i
       fedbench publish --every-table --results /work/runs     # every file in tables/
       fedbench publish --run fedavg-synthetic-s0-9582428cf3ea --group extra
     """
-    from fedbench.results.store import store_root
+    from fedbench.results.shipped_store import store_root
 
     root = Path(store_dir) if store_dir else store_root()
     if root is None:

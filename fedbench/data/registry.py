@@ -7,11 +7,12 @@ that its data is here, or downloads it once, before planning.
 fedbench.data.load_arrays looks the name up, partitions the training data when the dataset has
 no natural split, and adds the image input pipeline when the entry asks for one.
 
-A dataset's own settings are its ``params=`` dataclass (fields made with fedbench.params.param,
-as a method's Params): `--set NAME=...` (or data.NAME) stores them in cfg.dataset_params and the
-loader reads them typed with ``dataset_params(cfg)``, so a new dataset with settings is one file
-and its test, from outside the package too (examples/dataset_plugin/). The built-in datasets'
-older settings (syn_alpha, quad_group, ...) stay config fields: stored runs keep their ids.
+A dataset's own settings are its ``params=`` dataclass (fields made with
+fedbench.param_fields.param, as a method's Params): `--set NAME=...` (or data.NAME) stores them in
+cfg.dataset_params and the loader reads them typed with ``dataset_params(cfg)``, so a new dataset
+with settings is one file and its test, from outside the package too (examples/dataset_plugin/). The
+built-in datasets' older settings (syn_alpha, quad_group, ...) stay config fields: stored runs keep
+their ids.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from fedbench.config import ALIASES, FIELD_TYPES, allow_name
 from fedbench.errors import FedbenchError
 from fedbench.names import Registry
-from fedbench.params import NoParams, check_ranges, coerce_params
+from fedbench.param_fields import NoParams, check_ranges, coerce_params
 
 
 @dataclass

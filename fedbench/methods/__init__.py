@@ -26,7 +26,7 @@ from fedbench.methods.registry import (
     method_params,
     register,
 )
-from fedbench.params import check_param_value
+from fedbench.param_fields import check_param_value
 
 for _mod in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_mod.name}")

@@ -6,9 +6,10 @@ evaluation). A method says, in the order the engine calls it:
 - ``state``: its persistent state (server state [D], per-device state [N, D], plain values), as
   a tuple of ``State`` declarations. ``setup`` allocates it as attributes of the method (with the
   server optimizer's state) and ``state_dict``/``load_state_dict`` save and restore it;
-- ``init(w0)`` (optional): called once, after ``setup``, with the initial global model w^0 [D]:
-  state that starts from the model (an anchor, a per-device copy) is filled here. A restored
-  checkpoint (load_state_dict) replaces it afterwards;
+- ``init(w0, services)`` (optional): called once, after ``setup``, with the initial global
+  model w^0 [D] and the engine's services (below): state that starts from the model (an anchor,
+  a per-device copy, FedProx's adaptive-mu loss at w^0) is filled here, never lazily in round 1.
+  A restored checkpoint (load_state_dict) replaces it afterwards;
 - ``client_start(ctx)``: per-round local state for the K sampled devices, a dict of tensors whose
   first dimension is K (momentum buffers, control variates gathered for these devices, ...);
 - ``local_step(ctx, w, grad_fn, local)``: the update direction d for the k still-active devices;
@@ -319,9 +320,10 @@ class Method:
         for s in self._declared:
             setattr(self, s.name, s.allocate(setup, self.p))
 
-    def init(self, w0: torch.Tensor) -> None:
-        """Called once by the engine after setup, with the initial global model w^0 [D]: fill
-        state that starts from the model (State declarations start from `fill`)."""
+    def init(self, w0: torch.Tensor, services: EngineServices) -> None:
+        """Called once by the engine after setup, with the initial global model w^0 [D] and what
+        the method may ask of the engine (EngineServices): fill state that starts from the model
+        (State declarations start from `fill`)."""
 
     def state_dict(self) -> dict[str, Any]:
         """The declared state, copied (later rounds do not change what was saved)."""
@@ -353,7 +355,7 @@ class Method:
 
     # ---- device side ----
     # The Params fields local_step reads; None: unknown (all). Runs that differ only in other
-    # fields may train as one stack (fedbench.sweep.execute); plain SGD reads none.
+    # fields may train as one stack (fedbench.sweep.executors); plain SGD reads none.
     local_step_params: ClassVar[tuple[str, ...] | None] = None
 
     def linear_step(self) -> LinearStep | None:

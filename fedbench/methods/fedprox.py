@@ -7,9 +7,9 @@ Extras (off by default):
 - adaptive=True (paper App. C.3.3, not in the code; spec §3.6): after each round the server
   computes the global training loss (mean cross-entropy over all training samples) at the new
   model; mu += 0.1 when it went up, mu -= 0.1 (not below 0) after 5 consecutive decreases. Round 1
-  compares with the loss at the initial model. An unchanged loss breaks a run of decreases without
-  raising mu. The starting mu is the `mu` parameter (the paper: 1 for IID, 0 for non-IID data).
-  Records `mu` (the value used in the round) and `global_train_loss`.
+  compares with the loss at the initial model (taken once, in init). An unchanged loss breaks a
+  run of decreases without raising mu. The starting mu is the `mu` parameter (the paper: 1 for
+  IID, 0 for non-IID data). Records `mu` (the value used in the round) and `global_train_loss`.
 - dissimilarity=True (trainers/fedprox.py, spec §3.7): every round, at the round's starting global
   model, records "dissimilarity" = (1/N) sum_k |g - g_k|^2 over all N devices' full-batch
   gradients, g = sum n_k g_k / sum n_k (fedbench.training.evaluation.gradient_dissimilarity).
@@ -96,6 +96,11 @@ class FedProx(Method):
         ),
     )
 
+    def init(self, w0, services):
+        # the adaptive rule's first comparison is with the initial model's training loss
+        if self.p.adaptive:
+            self._adapt(services.train_loss(w0))
+
     def linear_step(self):
         return LinearStep(mu=self.mu)  # mu may change round to round when adaptive
 
@@ -112,8 +117,6 @@ class FedProx(Method):
             rec["dissimilarity"] = services.gradient_dissimilarity(ctx.global_w)
         if self.p.adaptive:
             rec["mu"] = self.mu
-            if self.prev_loss is None:  # round 1 compares with the initial model
-                self._adapt(services.train_loss(ctx.global_w))
             # a BatchNorm model with its new running statistics (the engine's next global ones)
             rec["global_train_loss"] = services.train_loss(new_w, ctx, res)
             self._adapt(rec["global_train_loss"])

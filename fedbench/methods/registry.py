@@ -21,7 +21,7 @@ from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
 from fedbench.methods.base import Method, RecordField, Setup, step_paths
 from fedbench.methods.server_opt import STATE_NAMES
-from fedbench.params import check_ranges, coerce_params
+from fedbench.param_fields import check_ranges, coerce_params
 
 # name -> class, in listing order (Method.listing_order, then name)
 METHODS: dict[str, type[Method]] = {}

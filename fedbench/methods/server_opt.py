@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 from fedbench.config import ALIASES, FIELD_TYPES, allow_name
 from fedbench.errors import FedbenchError
 from fedbench.lazy import torch
-from fedbench.params import NoParams, check_ranges, coerce_params
+from fedbench.param_fields import NoParams, check_ranges, coerce_params
 
 # state names the server optimizer may hold on a method (no method may declare them)
 STATE_NAMES = ("server_m", "server_v")

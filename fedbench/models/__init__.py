@@ -10,7 +10,7 @@ import pkgutil
 import torch
 
 from fedbench.config import RunConfig
-from fedbench.models.base import BatchedModel
+from fedbench.models.batched import BatchedModel
 from fedbench.models.convnets import BatchedCNN, BatchedResNet18, BatchedResNet20, BatchedVGG9
 from fedbench.models.lstm import TOKEN_DATASETS, BatchedLSTM
 from fedbench.models.mlp import BatchedMLP

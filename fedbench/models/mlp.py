@@ -40,7 +40,7 @@ from math import prod
 import torch
 from torch import nn
 
-from fedbench.models.base import BatchedModel
+from fedbench.models.batched import BatchedModel
 from fedbench.models.registry import register_model
 
 

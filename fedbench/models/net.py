@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedbench.models import layers as L
-from fedbench.models.base import BatchedModel
+from fedbench.models.batched import BatchedModel
 from fedbench.models.layouts import GROUPED, Layout, choose_layout
 
 

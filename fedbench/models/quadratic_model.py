@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fedbench.models.base import BatchedModel
+from fedbench.models.batched import BatchedModel
 from fedbench.models.registry import register_model
 
 

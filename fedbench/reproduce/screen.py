@@ -4,7 +4,7 @@ summary (tables complete, partial, and the command that goes on)."""
 
 from __future__ import annotations
 
-from fedbench.reproduce.plan import ReproPlan
+from fedbench.reproduce.reproduction_plan import ReproPlan
 
 SCALE_WORDS = {
     "paper": "the paper's scale (its rounds, clients and seeds)",

@@ -1,7 +1,7 @@
 """Runs as two tables: runs (one row per run: identity, data fingerprint, status, summary,
 flattened config, device, versions) and rounds (one row per run and round, the schema of
 fedbench.results.schema). `fedbench export` writes them as Parquet; the shipped store
-(fedbench.results.store) keeps runs in this form, and reads them back as run.json records.
+(fedbench.results.shipped_store) keeps runs in this form, and reads them back as run.json records.
 """
 
 from __future__ import annotations

@@ -46,9 +46,9 @@ class RunIndex:
     Records from another fedbench version and folders that hold one run twice are listed in
     `notes` when a record is used; strict=True makes that an error.
     `prefix`: index only folders whose name starts with it (a run's own folders).
-    `shipped`: also the runs of the shipped store (fedbench.results.store; a Store, or True for
-    the default one), matched by identity and data fingerprint like local runs; where one run
-    is both shipped and local, the shipped record is used (tables read the same in any clone).
+    `shipped`: also the runs of the shipped store (fedbench.results.shipped_store; a Store, or
+    True for the default one), matched by identity and data fingerprint like local runs; where one
+    run is both shipped and local, the shipped record is used (tables read the same in any clone).
     """
 
     def __init__(
@@ -60,7 +60,7 @@ class RunIndex:
         prefix: str | None = None,
         shipped=False,
     ):
-        from fedbench.results.store import default_store
+        from fedbench.results.shipped_store import default_store
 
         self.store = default_store() if shipped is True else (shipped or None)
         self.results = Path(results)

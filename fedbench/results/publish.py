@@ -1,5 +1,6 @@
-"""`fedbench publish`: adding finished runs to the shipped store (fedbench.results.store), once
-per identity and data fingerprint, within its size budget."""
+"""`fedbench publish`: adding finished runs to the shipped store
+(fedbench.results.shipped_store), once per identity and data fingerprint, within its size
+budget."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from fedbench.atomic import atomic_write_bytes, refuse_links
 from fedbench.errors import FedbenchError
-from fedbench.results.store import _DEFAULT, CALIBRATION, GENERATION, Store
+from fedbench.results.shipped_store import _DEFAULT, CALIBRATION, GENERATION, Store
 from fedbench.safe_read import read_bytes
 
 
@@ -162,6 +163,6 @@ def _publish_fit(fit_path: Path, root: Path) -> str:
 
 def budget() -> int:
     """The store's size budget (read at call time: tests lower it)."""
-    import fedbench.results.store as store
+    import fedbench.results.shipped_store as store
 
     return store.SIZE_BUDGET

@@ -58,7 +58,7 @@ class RunRecord:
     def __init__(self, run_dir: Path, meta: dict, key: str | None, group=None, store=None):
         self.run_dir, self.meta, self.key = run_dir, meta, key
         self.group = group  # the shipped store's group holding it (None: a local run folder)
-        self.store = store  # that store (fedbench.results.store.Store)
+        self.store = store  # that store (fedbench.results.shipped_store.Store)
 
     def rounds_table(self, columns: list[str] | None = None, parquet_meta=None):
         """Its rounds as stored (a pyarrow Table: the file's columns, or the store's; only

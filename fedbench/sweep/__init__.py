@@ -11,12 +11,12 @@ Executors: `inline` (this process, one run after another), `pool` (--jobs N spaw
 processes, each with cores // N torch threads and, on a GPU machine, its own GPU), `ray`
 (each run a Ray task on an existing cluster, writing to the shared results path).
 
-The parts: grid.py (what to run), plan.py (what is left to run), execute.py (running it:
-executors; one_run.py one run, stacking.py runs trained as one stack), run.py (the whole
+The parts: grid.py (what to run), todo.py (what is left to run), executors.py (running
+it: one_run.py one run, stacking.py runs trained as one stack), run.py (the whole
 sweep with progress and its report).
 """
 
-from fedbench.sweep.execute import InlineExecutor, PoolExecutor, RayExecutor, make_executor
+from fedbench.sweep.executors import InlineExecutor, PoolExecutor, RayExecutor, make_executor
 from fedbench.sweep.grid import (
     dedupe,
     grid_configs,

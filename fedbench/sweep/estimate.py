@@ -60,7 +60,7 @@ def time_line(configs: list[RunConfig], results: Path, jobs: int, shipped: bool 
     if not configs:
         return "expected time: nothing to run"
     device = this_device(configs[0])
-    from fedbench.results.store import store_root
+    from fedbench.results.shipped_store import store_root
 
     shipped = shipped and store_root() is not None
     guess = Rates.read(results, shipped).estimate(configs, device)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fedbench.config import RunConfig
 from fedbench.identity import run_id
-from fedbench.sweep.execute import InlineExecutor, Outcome
+from fedbench.sweep.executors import InlineExecutor, Outcome
 from fedbench.sweep.progress import fmt_seconds, log, on_terminal, progress_seconds, round_line
 from fedbench.sweep.todo import Plan
 

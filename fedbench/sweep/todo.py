@@ -41,7 +41,7 @@ def plan_sweep(
     fingerprint, remembered per data files; fedbench.data.data_fingerprint). A damaged record
     is rerun (on_error="skip", the default; sweep --damaged rerun) or stops the plan with its
     name ("fail"; --damaged stop); strict=True refuses records written by another fedbench
-    version. shipped=True: a run in the shipped store (fedbench.results.store) is done too,
+    version. shipped=True: a run in the shipped store (fedbench.results.shipped_store) is done too,
     matched like a local one."""
     from fedbench.results import FINISHED, RunIndex
     from fedbench.results.locks import claimed_elsewhere

@@ -1,5 +1,5 @@
-"""Using a calibration (`fedbench calibrate`, fedbench.calibrate): where a fit is kept, reading
-it, and a table's selection at the fitted value (sweep/table/plot --calibrated)."""
+"""Using a calibration (`fedbench calibrate`, fedbench.calibration_search): where a fit is kept,
+reading it, and a table's selection at the fitted value (sweep/table/plot --calibrated)."""
 
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ def one_dataset(spec, dataset: str | None) -> str:
 
 def fit_path(results: str | Path, table: str, dataset: str) -> tuple[Path, str]:
     """(the fit's file, how to name it in a table's header): the results folder's own fit, else
-    the shipped store's (fedbench.results.store), else the local path (missing)."""
+    the shipped store's (fedbench.results.shipped_store), else the local path (missing)."""
     path = calibration_path(results, table, dataset)
     if os.path.lexists(path):  # a file, or something load_fit refuses by name
         return path, str(path)
-    from fedbench.results.store import CALIBRATION, default_store
+    from fedbench.results.shipped_store import CALIBRATION, default_store
 
     shipped = default_store().calibration(table, dataset)
     if shipped is not None:  # named alike on every machine: table files stay byte-equal

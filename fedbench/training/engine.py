@@ -13,7 +13,7 @@ FedAvg averages parameters (evaluation.merged_buffers), and evaluates with them.
 buffers (buffer_dim == 0) get no `buffers=` argument anywhere: their code path is unchanged.
 
 This module is the training core only: who trains and on which batches comes from
-fedbench.training.plan (pure), evaluation and full-batch gradients from
+fedbench.training.round_plan (pure), evaluation and full-batch gradients from
 fedbench.training.evaluation (also what methods reach through ctx.services); the Engine's
 plan_round / evaluate / full_batch_grads / eval_record are thin wrappers that fill in its own
 config, data, model and global state.
@@ -33,9 +33,9 @@ from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
 from fedbench.training import evaluation, fastpath, threads, window_const
-from fedbench.training import plan as planning
+from fedbench.training import round_plan as planning
 from fedbench.training import stack as stacking
-from fedbench.training.plan import RoundPlan
+from fedbench.training.round_plan import RoundPlan
 
 
 class Engine:
@@ -68,13 +68,14 @@ class Engine:
                 client_sizes=self.sizes.to(self.device, self.dtype),
             )
         )
-        self.method.init(self.w)  # state that starts from w^0 (a checkpoint replaces it)
-        # the next round's plan, built while this one trains (plan.py)
+        # state that starts from w^0 (a checkpoint replaces it)
+        self.method.init(self.w, evaluation.RoundServices(self.model, self.data, self.buffers))
+        # the next round's plan, built while this one trains (round_plan.py)
         self.plans = planning.PlanAhead(lambda r: self.plan_round(r))
 
     # ------------------------------------------------------------------ planning
     def plan_round(self, r: int) -> RoundPlan:
-        """Round r's plan (plan.py: a pure function of the config, the data and r)."""
+        """Round r's plan (round_plan.py: a pure function of the config, the data and r)."""
         return planning.plan_round(
             self.cfg,
             r,

@@ -6,8 +6,9 @@ Modules with BatchNorm train in train mode from the global running statistics, w
 averaged with the aggregation weights like the parameters. Inputs go through the data's input
 pipeline without augmentation (the engine's draws are per batch slot, not reproduced here).
 
-It shares only the round plan with the engine (fedbench.training.plan): the engine object passed in
-is read for its state (config, data, model, global weights and buffers, method), never trained.
+It shares only the round plan with the engine (fedbench.training.round_plan): the engine object
+passed in is read for its state (config, data, model, global weights and buffers, method), never
+trained.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from fedbench.training import plan as planning
-from fedbench.training.plan import RoundPlan, client_batches
+from fedbench.training import round_plan as planning
+from fedbench.training.round_plan import RoundPlan, client_batches
 
 if TYPE_CHECKING:
     from fedbench.training.engine import Engine

@@ -299,7 +299,7 @@ def _merged_plan(plans, offsets):
     batch indices shifted into the merged data; and the order (merged row -> concatenated row).
     The [K, S, B] tensors are the big part (~100 MB for 9 default runs): each is written once,
     straight into its sorted rows (past a row's own S: index 0, weight 0, never read)."""
-    from fedbench.training.plan import RoundPlan
+    from fedbench.training.round_plan import RoundPlan
 
     s_max = max(p.batch_idx.shape[1] for p in plans)
     steps = torch.cat([p.steps for p in plans])

@@ -59,10 +59,12 @@ def test_adaptive_mu_rule_on_a_scripted_loss_sequence():
 
 def test_adaptive_mu_in_rounds_by_hand(monkeypatch):
     """Scripted global training losses drive mu; each round's local steps use that round's mu."""
-    eng = quad_engine("fedprox", {"mu": 0.5, "adaptive": True})
     script = iter([5.0, 6.0, 7.0, 6.5])  # w^0, after r1 (up), after r2 (up), after r3 (down)
-    # the global training loss comes from the round's services (fedbench.training.evaluation)
+    # the global training loss comes from the engine's services (fedbench.training.evaluation)
     monkeypatch.setattr(evaluation, "evaluate", lambda *args, **kw: (next(script), 0.0))
+    eng = quad_engine("fedprox", {"mu": 0.5, "adaptive": True})
+    # the loss at w^0 is taken once, in init (before round 1), not lazily in round 1
+    assert eng.method.state_dict() == {"mu": 0.5, "prev_loss": 5.0, "n_down": 0}
     w, mus = 10.0, []
     for r, mu in zip((1, 2, 3), (0.5, 0.6, 0.7)):
         rec = eng.run_round(r)

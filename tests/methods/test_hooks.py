@@ -1,5 +1,5 @@
-"""The method author's hooks around a round: ``init(w0)`` (state that starts from the initial
-model, called once by the engine after setup) and ``client_final(ctx, res)`` (after local
+"""The method author's hooks around a round: ``init(w0, services)`` (state that starts from the
+initial model, called once by the engine after setup) and ``client_final(ctx, res)`` (after local
 training, before aggregation, on the devices' rows), on a toy method computed by hand."""
 
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ class Anchored(Method):
     Params = AnchoredParams
     state = (State("anchor", "dim"), State("inits", "value", init=0))
 
-    def init(self, w0):
+    def init(self, w0, services):
         self.anchor.copy_(w0)
         self.inits += 1
 
@@ -84,7 +84,7 @@ def test_the_default_hooks_change_nothing():
     eng = quad_engine("fedavg", coeffs=COEFFS[:2])
     res = object()
     assert eng.method.client_final(None, res) is res
-    assert eng.method.init(eng.w) is None
+    assert eng.method.init(eng.w, None) is None
 
 
 @pytest.mark.parametrize("method", ["scaffold", "feddyn"])

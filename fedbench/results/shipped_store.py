@@ -41,7 +41,7 @@ def store_root() -> Path | None:
     env = os.environ.get(STORE_ENV)
     if env is not None:
         return None if env.strip().lower() in ("", "none") else Path(env)
-    tree = Path(__file__).resolve().parents[2]  # fedbench/results/store.py -> the tree
+    tree = Path(__file__).resolve().parents[2]  # fedbench/results/shipped_store.py -> the tree
     if (tree / "pyproject.toml").is_file():
         return tree / "results" / "shipped"
     here = Path("results") / "shipped"

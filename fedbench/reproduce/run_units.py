@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fedbench.identity import run_id
-from fedbench.reproduce.plan import ReproPlan, Unit
+from fedbench.reproduce.reproduction_plan import ReproPlan, Unit
 
 
 @dataclass
@@ -42,7 +42,7 @@ def run_units(rp: ReproPlan, executor, deadline, jobs: int, level: str) -> Outco
     """Each unit's own runs as sweeps, in the plan's order. A stop from the deadline ends the
     loop (budget_ended); a signal's stop is raised again. A unit whose runs do not all fit the
     time left runs the runs that fit (fitted again as they end), and no unit after it starts."""
-    from fedbench.reproduce.plan import round_seconds
+    from fedbench.reproduce.reproduction_plan import round_seconds
 
     out = Outcome()
     deadline.arm(round_seconds(rp))

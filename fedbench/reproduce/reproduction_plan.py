@@ -185,7 +185,7 @@ def committed_selection(name: str, dataset: str, results: str):
 def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip") -> ReproPlan:
     """Every unit's runs, planned together (fedbench.sweep.plan_sweep), then ordered."""
     from fedbench.identity import config_hash
-    from fedbench.results.store import store_root
+    from fedbench.results.shipped_store import store_root
     from fedbench.sweep import dedupe, plan_sweep, table_configs
 
     folder = results_folder(results, scale)
