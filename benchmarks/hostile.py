@@ -30,30 +30,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile_cases import CASES, CHECKPOINTED, TINY, Case  # noqa: E402
+from hostile_cases import CASES, Case  # noqa: E402
+from hostile_env import CHECKPOINTED, TINY, environment, fedbench  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 ERROR_CAP = 400  # an error line longer than this is not "one short line"
-
-
-def fedbench(sb: Path, *args, env=None, timeout=300) -> tuple[int, str]:
-    """`python -m fedbench ARGS` in sb/cwd; (exit code, stdout and stderr together)."""
-    cmd = [sys.executable, "-m", "fedbench", *[str(a) for a in args]]
-    p = subprocess.run(cmd, cwd=sb / "cwd", env=environment(sb, env), timeout=timeout,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    return p.returncode, p.stdout
-
-
-def environment(sb: Path, extra=None) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "FEDBENCH_NO_DOWNLOAD": "1", "FEDBENCH_STORE": str(sb / "store"),
-           "XDG_CACHE_HOME": str(sb / "cache"), "HOME": str(sb / "home"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT),
-                                         os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    env.pop("FEDBENCH_PLUGINS", None)
-    env.pop("FEDBENCH_DATA", None)
-    env.update(extra or {})
-    return env
 
 
 def prepare(base: Path) -> None:
