@@ -236,7 +236,24 @@ class RunIndex:
         if rec is None or rec.status not in FINISHED:
             return None
         if check_files and not self.rounds_ok(rec, report=True):
+            if not rec.shipped:
+                return None
+            self._shipped_used.discard(rec.run_id)  # not used: its group is damaged
+            return self._local_instead(rec, fingerprint)
+        return rec
+
+    def _local_instead(self, shipped: RunRecord, fingerprint) -> RunRecord | None:
+        """A finished local run with sound rounds of a config whose shipped run's group is
+        damaged (the shipped record is preferred by find): used in its place, or None."""
+        local = [
+            r
+            for r in self._candidates(shipped.key, fingerprint)
+            if not r.shipped and r.status in FINISHED and self.rounds_ok(r, report=True)
+        ]
+        if not local:
             return None
+        rec = max(local, key=lambda r: r.ended)
+        self.use(rec)
         return rec
 
     def fingerprints(self, key: str) -> set[str | None]:
@@ -289,8 +306,8 @@ class RunIndex:
     def rounds_ok(self, rec: RunRecord, report: bool = False) -> bool:
         """Whether rounds.parquet is there, its footer reads (cheap: metadata only) and it
         has the rows run.json says; report=True sends what is wrong through on_error."""
-        if rec.shipped:  # checked when published
-            return True
+        if rec.shipped:
+            return self._group_ok(rec, report)
         if rec.run_dir not in self._valid:
             self._valid[rec.run_dir] = self._rounds_problem(rec)
         why = self._valid[rec.run_dir]
@@ -302,6 +319,16 @@ class RunIndex:
                 f"{rec.rounds_path} {why}; rerun it (fedbench sweep reruns it) "
                 f"or delete {rec.run_dir}"
             )
+        return why is None
+
+    def _group_ok(self, rec: RunRecord, report: bool) -> bool:
+        """Whether a shipped run's group has a sound rounds.parquet (its footer, read once per
+        group: Store.rounds_problem); report=True says a damaged one once per group."""
+        why = self.store.rounds_problem(rec.group)
+        group = rec.run_dir.parent
+        if why and report and group not in self._reported:
+            self._reported.add(group)
+            self._problem(why)
         return why is None
 
     def _rounds_problem(self, rec: RunRecord) -> str | None:
