@@ -228,3 +228,34 @@ def test_a_runs_column_of_another_type_is_named_by_the_sweep(store, tmp_path):
     assert r.exit_code == 0 and "1 already done, 1 to run" in r.output, r.output
     said = [ln for ln in r.output.splitlines() if "runs.parquet" in ln]
     assert len(said) == 1 and f"{path} has a seed column of string, not int64" in said[0], said
+
+
+def test_a_damaged_groups_runs_are_not_said_used(store, tmp_path):
+    """A paper table looks a missing cell's record up again (find, after finished): the note
+    counted the damaged group's run as a shipped run used."""
+    from fedbench.results import RunIndex
+    from fedbench.results.store import Store
+
+    _, s, _ = store
+    truncate(s / "a" / "rounds.parquet")
+    index = RunIndex(tmp_path / "empty", on_error="skip", must_exist=False, shipped=Store(s))
+    keys = {rec.group: rec.key for rec in index.records()}
+    assert index.finished(keys["a"]) is None and index.find(keys["a"]) is not None
+    assert index.finished(keys["b"]) is not None
+    assert len(index.problems) == 1 and str(s / "a" / "rounds.parquet") in index.problems[0]
+    assert [n for n in index.notes if "shipped runs" in n] == [
+        "note: 1 run(s) used here are shipped runs (the store in results/shipped, read-only; "
+        "fedbench publish adds to it)"
+    ]
+
+
+def test_fedbench_store_naming_a_file_is_refused_in_one_line(store, tmp_path, monkeypatch):
+    _, s, _ = store
+    monkeypatch.setenv(STORE_ENV, str(s / "a" / "runs.parquet"))
+    for args in (SWEEP + ["--dry-run"], ["table", "stragglers", "--seeds", "0"]):
+        r = invoke(*args, "--results", tmp_path / "empty")
+        assert r.exit_code == 2, r.output
+        assert r.output.strip() == (
+            f"Error: {STORE_ENV}={s / 'a' / 'runs.parquet'} is not a folder; set it to the "
+            "shipped store's folder (a clone's results/shipped) or to none"
+        ), r.output

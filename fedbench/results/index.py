@@ -75,7 +75,7 @@ class RunIndex:
         self._copies: dict[Path, list[Path]] = {}  # used folder -> other folders of one run
         self._multi_data: set[str] = set()  # keys with finished runs on different data
         self._unreadable: list[str] = []  # run folders whose config this build cannot hash
-        self._shipped_used: set[str] = set()  # run ids of shipped records used
+        self._shipped_used: dict[str, str] = {}  # run id -> group, of shipped records used
         if self.store is not None:
             self._add_shipped()
         self.unfinished: dict[str, int] = {}  # shown status -> runs (summary_frame counts them)
@@ -214,7 +214,7 @@ class RunIndex:
         if no_summary and rec.run_dir / "run.json" not in self.no_summary:
             self.no_summary.append(rec.run_dir / "run.json")  # no fedbench writes one so
         if rec.shipped:
-            self._shipped_used.add(rec.run_id)
+            self._shipped_used[rec.run_id] = rec.group
         copies = [
             r.run_dir
             for r in same_key
@@ -236,10 +236,7 @@ class RunIndex:
         if rec is None or rec.status not in FINISHED:
             return None
         if check_files and not self.rounds_ok(rec, report=True):
-            if not rec.shipped:
-                return None
-            self._shipped_used.discard(rec.run_id)  # not used: its group is damaged
-            return self._local_instead(rec, fingerprint)
+            return self._local_instead(rec, fingerprint) if rec.shipped else None
         return rec
 
     def _local_instead(self, shipped: RunRecord, fingerprint) -> RunRecord | None:
@@ -278,9 +275,10 @@ class RunIndex:
                 f"note: {len(self._unreadable)} run(s) left out: their config cannot be read by "
                 f"this fedbench, e.g. {self._unreadable[0]}; --strict refuses them"
             )
-        if self._shipped_used:
+        shipped = [g for g in self._shipped_used.values() if not self.store.rounds_problem(g)]
+        if shipped:  # a damaged group's runs are not used (its file is said)
             out.append(
-                f"note: {len(self._shipped_used)} run(s) used here are shipped runs (the store in "
+                f"note: {len(shipped)} run(s) used here are shipped runs (the store in "
                 "results/shipped, read-only; fedbench publish adds to it)"
             )
         if self.unfinished:

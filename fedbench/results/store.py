@@ -39,10 +39,18 @@ def store_root() -> Path | None:
     """The shipped store's folder: $FEDBENCH_STORE (`none`: no store); else results/shipped of
     the source tree fedbench is imported from (a clone, an editable install), so `fedbench
     table NAME` finds it from any folder; else (an installed wheel, which carries no runs)
-    ./results/shipped when the current folder is a clone; else None."""
+    ./results/shipped when the current folder is a clone; else None. $FEDBENCH_STORE naming
+    a file is refused (one line)."""
     env = os.environ.get(STORE_ENV)
     if env is not None:
-        return None if env.strip().lower() in ("", "none") else Path(env)
+        if env.strip().lower() in ("", "none"):
+            return None
+        if os.path.lexists(env) and not os.path.isdir(env):
+            raise FedbenchError(
+                f"{STORE_ENV}={env} is not a folder; set it to the shipped store's folder (a "
+                f"clone's results/shipped) or to none"
+            )
+        return Path(env)
     tree = Path(__file__).resolve().parents[2]  # fedbench/results/store.py -> the tree
     if (tree / "pyproject.toml").is_file():
         return tree / "results" / "shipped"
@@ -157,8 +165,8 @@ class Store:
         ours, theirs = self._generation.get(group), (metadata or {}).get(_TOKEN)
         if ours and theirs and ours != theirs:
             return (
-                f"shipped store group {self.root / group}: rounds.parquet and runs.parquet are "
-                f"from different publishes; restore both from git (git checkout -- "
+                f"shipped store file {self.root / group / 'rounds.parquet'} and its runs.parquet "
+                f"are from different publishes; restore both from git (git checkout -- "
                 f"{self.root / group}) and publish again"
             )
         return None
