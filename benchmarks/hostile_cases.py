@@ -26,7 +26,7 @@ from hostile_damage import (
     text_json,
     truncate,
 )
-from hostile_env import ALLOWED, CHECKPOINTED, TINY, environment, run_args, runs
+from hostile_env import ALLOWED, CHECKPOINTED, TABLE, TINY, environment, run_args, runs
 
 
 @dataclass
@@ -348,26 +348,48 @@ def publish_cases() -> list[Case]:
     return c
 
 
+UNUSED = ("used here are shipped runs",)  # a damaged group's runs are not used
+TABLE_RUNS = ["table", *TABLE, "--results", "{sb}/out/r"]  # the table's runs: only shipped
+
+
+def store_damage_cases(file, how, label) -> list[Case]:
+    """A damaged file of group s (the paper table's 9 runs): the table says it (refusing where
+    it needs the group's rounds, going on without the group where its runs.parquet is bad;
+    --on-error skip goes on), the table's sweep says it and runs all 9 again."""
+    setup = damage_store(file, how, group="s")
+    rounds = file == "rounds.parquet"
+    sweep = ["sweep", "--table", *TABLE, "--threads", "1", "--dry-run", "--results", "{sb}/out/r"]
+    c = [
+        Case("store", f"table: s/{file} {label}", TABLE_RUNS, expect="refuse" if rounds else "ok",
+             names=(f"s/{file}",), not_says=UNUSED, setup=setup),
+        Case("store", f"sweep: s/{file} {label}", sweep, expect="ok",
+             names=(f"s/{file}", "0 already done, 9 to run"), not_says=UNUSED, setup=setup),
+    ]  # fmt: skip
+    if rounds:
+        c.append(Case("store", f"table --on-error skip: s/{file} {label}",
+                      [*TABLE_RUNS, "--on-error", "skip"], expect="ok", names=(f"s/{file}",),
+                      not_says=UNUSED, setup=setup))  # fmt: skip
+    return c
+
+
 def store_cases() -> list[Case]:
-    """Commands that read the store beside the results folder go on past a damaged group,
-    saying its file once."""
-    c = []
-    for file, how, label in STORE_DAMAGE:
-        for cmd in (["table", "summary", "--results", "{sb}/res"],
-                    ["sweep", "--methods", "fedavg", "--seeds", "0", *TINY, "--dry-run",
-                     "--results", "{sb}/out/r"]):  # fmt: skip
-            c.append(Case("store", f"{cmd[0]}: g/{file} {label}", cmd, expect="ok",
-                          names=(f"g/{file}",), setup=damage_store(file, how)))  # fmt: skip
+    """Commands that read the store beside the results folder (a paper table over its runs,
+    the table's sweep) say a damaged group's file once and do not use its runs."""
+    c = [x for damage in STORE_DAMAGE for x in store_damage_cases(*damage)]
     c += [
-        Case("store", "FEDBENCH_STORE a file", ["table", "summary", "--results", "{sb}/res"],
-             env={"FEDBENCH_STORE": "{sb}/store/g/runs.parquet"}, names=("runs.parquet",)),
-        Case("store", "FEDBENCH_STORE missing", ["table", "summary", "--results", "{sb}/res"],
-             env={"FEDBENCH_STORE": "{sb}/nope"}, expect="ok"),
-        Case("store", "store group a file", ["table", "summary", "--results", "{sb}/res"],
-             setup=lambda sb: (sb / "store" / "junk").write_text("x"), expect="ok"),
-        Case("store", "calibration fit garbled", ["table", "summary", "--results", "{sb}/res"],
+        Case("store", "store intact: table uses its runs", TABLE_RUNS, expect="ok",
+             names=("9 run(s) used here are shipped runs",)),
+        Case("store", "FEDBENCH_STORE a file", TABLE_RUNS,
+             env={"FEDBENCH_STORE": "{sb}/store/g/runs.parquet"}, names=("FEDBENCH_STORE",)),
+        Case("store", "FEDBENCH_STORE missing", ["table", *TABLE, "--results", "{sb}/res"],
+             env={"FEDBENCH_STORE": "{sb}/nope"}, expect="ok", not_says=UNUSED),
+        Case("store", "store group a file", TABLE_RUNS, expect="ok",
+             names=("9 run(s) used here are shipped runs",),
+             setup=lambda sb: (sb / "store" / "junk").write_text("x")),
+        Case("store", "calibration fit garbled", ["table", "tau", "--dataset", "fmnist",
+             "--calibrated", "--results", "{sb}/out/r"], names=("calibration/tau-fmnist.json",),
              setup=lambda sb: (sb / "store" / "calibration").mkdir() or
-             (sb / "store" / "calibration" / "tau-fmnist.json").write_text("{"), expect="ok"),
+             (sb / "store" / "calibration" / "tau-fmnist.json").write_text("{")),
     ]  # fmt: skip
     return c
 

@@ -18,9 +18,9 @@ def damage_first_run(file: str, how: Callable, folder="new") -> Callable:
     return setup
 
 
-def damage_store(file: str, how: Callable) -> Callable:
+def damage_store(file: str, how: Callable, group="g") -> Callable:
     def setup(sb):
-        how(sb / "store" / "g" / file)
+        how(sb / "store" / group / file)
 
     return setup
 
@@ -83,6 +83,16 @@ def drop(column: str) -> Callable:
     return lambda t: t.drop([column])
 
 
+def a_row_short(t):
+    """The table less its last row (its metadata, the publish token, kept): it reads."""
+    return t.slice(0, t.num_rows - 1)
+
+
+def other_publish(t):
+    """The table as another publish wrote it (its token changed)."""
+    return t.replace_schema_metadata({**t.schema.metadata, b"fedbench.generation": b"other"})
+
+
 def json_edit(edit: Callable) -> Callable:
     def how(p: Path):
         meta = json.loads(p.read_text())
@@ -116,6 +126,9 @@ STORE_DAMAGE = [
     ("runs.parquet", parquet_edit(drop("method_params")), "no method_params"),
     ("runs.parquet", parquet_edit(as_text("seed")), "seed as text"),
     ("rounds.parquet", truncate, "truncated"),
+    ("rounds.parquet", garble, "garbled"),
     ("rounds.parquet", parquet_edit(as_text("round")), "round as text"),
+    ("rounds.parquet", parquet_edit(a_row_short), "a row short"),
+    ("rounds.parquet", parquet_edit(other_publish), "from another publish"),
     ("rounds.parquet", link_outside, "a link outside"),
 ]

@@ -16,7 +16,10 @@ TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_ste
 CHECKPOINTED = ["--set", "rounds=150", "--set", "N=6", "--set", "K=3",
                 "--set", "local_steps=2", "--set", "eval_train=false", "--threads", "1",
                 "--checkpoint-rounds", "1"]  # fmt: skip
-ALLOWED = ("res", "new", "store", "out", "cache", "ck")  # where a case may write
+ALLOWED = ("res", "new", "store", "out", "cache", "ck", "tab")  # where a case may write
+# a paper table on the sandbox's tiny setting: its 9 runs are in tab/ and the store's group s
+TABLE = ["stragglers", "--dataset", "synthetic-1-1", "--preset", "default", "--seeds", "0",
+         *TINY[:-2]]  # fmt: skip
 
 
 def fedbench(sb: Path, *args, env=None, timeout=300) -> tuple[int, str]:
