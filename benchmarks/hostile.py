@@ -30,36 +30,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile_cases import CASES, CHECKPOINTED, TINY, Case  # noqa: E402
+from hostile_cases import CASES, Case  # noqa: E402
+from hostile_env import CHECKPOINTED, TABLE, TINY, environment, fedbench  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 ERROR_CAP = 400  # an error line longer than this is not "one short line"
-
-
-def fedbench(sb: Path, *args, env=None, timeout=300) -> tuple[int, str]:
-    """`python -m fedbench ARGS` in sb/cwd; (exit code, stdout and stderr together)."""
-    cmd = [sys.executable, "-m", "fedbench", *[str(a) for a in args]]
-    p = subprocess.run(cmd, cwd=sb / "cwd", env=environment(sb, env), timeout=timeout,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    return p.returncode, p.stdout
-
-
-def environment(sb: Path, extra=None) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "FEDBENCH_NO_DOWNLOAD": "1", "FEDBENCH_STORE": str(sb / "store"),
-           "XDG_CACHE_HOME": str(sb / "cache"), "HOME": str(sb / "home"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT),
-                                         os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    env.pop("FEDBENCH_PLUGINS", None)
-    env.pop("FEDBENCH_DATA", None)
-    env.update(extra or {})
-    return env
 
 
 def prepare(base: Path) -> None:
     """What the cases start from, all written by the CLI: res/ (fedavg and fedprox, seed 0),
-    store/g (both published), new/ (the same at seed 1, not published), ck/ (a run SIGTERMed
-    after its first checkpoints)."""
+    store/g (both published), new/ (the same at seed 1, not published), tab/ (the 9 runs of
+    the paper table TABLE, published as store/s), ck/ (a run SIGTERMed after its first
+    checkpoints)."""
     for d in ("cwd", "home", "cache", "out"):
         (base / d).mkdir(parents=True)
     rc, out = fedbench(base, "sweep", "--methods", "fedavg,fedprox", "--seeds", "0", *TINY,
@@ -74,7 +55,18 @@ def prepare(base: Path) -> None:
     rc, out = fedbench(base, "sweep", "--methods", "fedavg,fedprox", "--seeds", "1", *TINY,
                        "--quiet", "--results", base / "new")  # fmt: skip
     assert rc == 0, out
+    shipped_table(base)
     interrupted_run(base)
+
+
+def shipped_table(base: Path) -> None:
+    """tab/: the runs of `fedbench table TABLE`, swept and published as the store's group s."""
+    rc, out = fedbench(base, "sweep", "--table", *TABLE, "--threads", "1", "--quiet",
+                       "--results", base / "tab", env={"FEDBENCH_STORE": "none"})  # fmt: skip
+    assert rc == 0, out
+    rc, out = fedbench(base, "publish", "--table", *TABLE, "--group", "s",
+                       "--results", base / "tab", "--store", base / "store")  # fmt: skip
+    assert rc == 0 and "9 run(s) added" in out, out
 
 
 def interrupted_run(base: Path) -> None:

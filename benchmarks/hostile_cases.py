@@ -5,8 +5,6 @@ option or plugin at fault); `not_says`: what it must not (a claim the case shows
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,12 +13,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TINY = ["--set", "rounds=2", "--set", "N=6", "--set", "K=3", "--set", "local_steps=2",
-        "--set", "eval_train=false", "--threads", "1"]  # fmt: skip
-CHECKPOINTED = ["--set", "rounds=150", "--set", "N=6", "--set", "K=3",
-                "--set", "local_steps=2", "--set", "eval_train=false", "--threads", "1",
-                "--checkpoint-rounds", "1"]  # fmt: skip
-ALLOWED = ("res", "new", "store", "out", "cache", "ck")
+from hostile_damage import (
+    RUN_DAMAGE,
+    STORE_DAMAGE,
+    damage_first_run,
+    damage_store,
+    dangling,
+    empty,
+    folder,
+    garble,
+    link_outside,
+    text_json,
+    truncate,
+)
+from hostile_env import ALLOWED, CHECKPOINTED, TABLE, TINY, environment, run_args, runs
 
 
 @dataclass
@@ -38,99 +44,10 @@ class Case:
     allowed: tuple = ALLOWED
 
 
-def runs(sb: Path, folder="new") -> list[Path]:
-    return sorted(p for p in (sb / folder).iterdir() if p.is_dir() and p.name[0] != ".")
-
-
-def run_args(sb: Path) -> list[str]:
-    return [x for p in runs(sb) for x in ("--run", p.name)]
-
-
 def publish(*extra, group="h", results="{sb}/new", store="{sb}/store") -> list:
     """publish both runs of new/ (not shipped yet; @all: their --run flags) into a group."""
     return ["publish", "@all", "--group", group, "--results", results, "--store", store,
             *extra]  # fmt: skip
-
-
-def damage_first_run(file: str, how: Callable, folder="new") -> Callable:
-    def setup(sb):
-        how(runs(sb, folder)[0] / file)
-
-    return setup
-
-
-def damage_store(file: str, how: Callable) -> Callable:
-    def setup(sb):
-        how(sb / "store" / "g" / file)
-
-    return setup
-
-
-def truncate(p: Path):
-    p.write_bytes(p.read_bytes()[: max(1, p.stat().st_size // 3)])
-
-
-def garble(p: Path):
-    p.write_bytes(b"PAR1" + os.urandom(400) + b"PAR1")
-
-
-def empty(p: Path):
-    p.write_bytes(b"")
-
-
-def folder(p: Path):
-    p.unlink()
-    p.mkdir()
-
-
-def link_outside(p: Path):
-    p.unlink()
-    p.symlink_to("/etc/hostname")
-
-
-def dangling(p: Path):
-    p.unlink()
-    p.symlink_to(p.parent / "nowhere")
-
-
-def text_json(value) -> Callable:
-    def how(p: Path):
-        p.write_text(value if isinstance(value, str) else json.dumps(value))
-
-    return how
-
-
-def parquet_edit(edit: Callable) -> Callable:
-    def how(p: Path):
-        import pyarrow.parquet as pq
-
-        pq.write_table(edit(pq.read_table(p)), p)
-
-    return how
-
-
-def as_text(column: str) -> Callable:
-    import pyarrow as pa
-
-    def edit(t):
-        i = t.schema.get_field_index(column)
-        values = [str(v) for v in t.column(column).to_pylist()]
-        return t.set_column(i, column, pa.array(values, pa.string()))
-
-    return edit
-
-
-def drop(column: str) -> Callable:
-    return lambda t: t.drop([column])
-
-
-def json_edit(edit: Callable) -> Callable:
-    def how(p: Path):
-        meta = json.loads(p.read_text())
-        edit(meta)
-        p.write_text(json.dumps(meta))
-
-    return how
 
 
 def _expand(args, sb):
@@ -176,8 +93,6 @@ def store_intact(group="h", count=2) -> Callable:
 
 def concurrent_publishers(sb, fedbench):
     """Two publishers of disjoint runs into one group at the same moment: both runs kept."""
-    from hostile import environment
-
     names = [p.name for p in runs(sb)]
     procs = [
         subprocess.Popen([sys.executable, "-m", "fedbench", "publish", "--run", n, "--group", "h",
@@ -196,8 +111,6 @@ def killed_publish(sig: int) -> Callable:
     """A publish stopped by sig as soon as it holds the lock; then a second publish."""
 
     def run(sb, fedbench):
-        from hostile import environment
-
         cmd = [sys.executable, "-m", "fedbench", *_expand(publish(), sb)]
         p = subprocess.Popen(cmd, cwd=sb / "cwd", env=environment(sb), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
@@ -331,8 +244,6 @@ print('ok')
 
 def api(call: str) -> Callable:
     def run(sb, fedbench):
-        from hostile import environment
-
         code = API.format(call=call.format(sb=sb))
         p = subprocess.run([sys.executable, "-c", code], cwd=sb / "cwd", env=environment(sb),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -437,55 +348,48 @@ def publish_cases() -> list[Case]:
     return c
 
 
-RUN_DAMAGE = [
-    ("run.json", truncate, "truncated"),
-    ("run.json", text_json([1, 2]), "a list"),
-    ("run.json", json_edit(lambda m: m.update(config="text")), "config a text"),
-    ("run.json", json_edit(lambda m: m["config"].update(rounds="many")), "rounds a text"),
-    ("run.json", json_edit(lambda m: m["config"].update(lr=1e999)), "lr inf"),
-    ("run.json", folder, "a folder"),
-    ("run.json", link_outside, "a link outside"),
-    ("rounds.parquet", truncate, "truncated"),
-    ("rounds.parquet", garble, "garbled"),
-    ("rounds.parquet", empty, "empty"),
-    ("rounds.parquet", folder, "a folder"),
-    ("rounds.parquet", parquet_edit(as_text("round")), "round as text"),
-    ("rounds.parquet", parquet_edit(as_text("test_acc")), "test_acc as text"),
-    ("rounds.parquet", parquet_edit(drop("round")), "no round column"),
-]
+UNUSED = ("used here are shipped runs",)  # a damaged group's runs are not used
+TABLE_RUNS = ["table", *TABLE, "--results", "{sb}/out/r"]  # the table's runs: only shipped
 
-STORE_DAMAGE = [
-    ("runs.parquet", truncate, "truncated"),
-    ("runs.parquet", garble, "garbled"),
-    ("runs.parquet", folder, "a folder"),
-    ("runs.parquet", parquet_edit(drop("method_params")), "no method_params"),
-    ("runs.parquet", parquet_edit(as_text("seed")), "seed as text"),
-    ("rounds.parquet", truncate, "truncated"),
-    ("rounds.parquet", parquet_edit(as_text("round")), "round as text"),
-    ("rounds.parquet", link_outside, "a link outside"),
-]
+
+def store_damage_cases(file, how, label) -> list[Case]:
+    """A damaged file of group s (the paper table's 9 runs): the table says it (refusing where
+    it needs the group's rounds, going on without the group where its runs.parquet is bad;
+    --on-error skip goes on), the table's sweep says it and runs all 9 again."""
+    setup = damage_store(file, how, group="s")
+    rounds = file == "rounds.parquet"
+    sweep = ["sweep", "--table", *TABLE, "--threads", "1", "--dry-run", "--results", "{sb}/out/r"]
+    c = [
+        Case("store", f"table: s/{file} {label}", TABLE_RUNS, expect="refuse" if rounds else "ok",
+             names=(f"s/{file}",), not_says=UNUSED, setup=setup),
+        Case("store", f"sweep: s/{file} {label}", sweep, expect="ok",
+             names=(f"s/{file}", "0 already done, 9 to run"), not_says=UNUSED, setup=setup),
+    ]  # fmt: skip
+    if rounds:
+        c.append(Case("store", f"table --on-error skip: s/{file} {label}",
+                      [*TABLE_RUNS, "--on-error", "skip"], expect="ok", names=(f"s/{file}",),
+                      not_says=UNUSED, setup=setup))  # fmt: skip
+    return c
 
 
 def store_cases() -> list[Case]:
-    """Commands that read the store beside the results folder go on past a damaged group,
-    saying its file once."""
-    c = []
-    for file, how, label in STORE_DAMAGE:
-        for cmd in (["table", "summary", "--results", "{sb}/res"],
-                    ["sweep", "--methods", "fedavg", "--seeds", "0", *TINY, "--dry-run",
-                     "--results", "{sb}/out/r"]):  # fmt: skip
-            c.append(Case("store", f"{cmd[0]}: g/{file} {label}", cmd, expect="ok",
-                          names=(f"g/{file}",), setup=damage_store(file, how)))  # fmt: skip
+    """Commands that read the store beside the results folder (a paper table over its runs,
+    the table's sweep) say a damaged group's file once and do not use its runs."""
+    c = [x for damage in STORE_DAMAGE for x in store_damage_cases(*damage)]
     c += [
-        Case("store", "FEDBENCH_STORE a file", ["table", "summary", "--results", "{sb}/res"],
-             env={"FEDBENCH_STORE": "{sb}/store/g/runs.parquet"}, names=("runs.parquet",)),
-        Case("store", "FEDBENCH_STORE missing", ["table", "summary", "--results", "{sb}/res"],
-             env={"FEDBENCH_STORE": "{sb}/nope"}, expect="ok"),
-        Case("store", "store group a file", ["table", "summary", "--results", "{sb}/res"],
-             setup=lambda sb: (sb / "store" / "junk").write_text("x"), expect="ok"),
-        Case("store", "calibration fit garbled", ["table", "summary", "--results", "{sb}/res"],
+        Case("store", "store intact: table uses its runs", TABLE_RUNS, expect="ok",
+             names=("9 run(s) used here are shipped runs",)),
+        Case("store", "FEDBENCH_STORE a file", TABLE_RUNS,
+             env={"FEDBENCH_STORE": "{sb}/store/g/runs.parquet"}, names=("FEDBENCH_STORE",)),
+        Case("store", "FEDBENCH_STORE missing", ["table", *TABLE, "--results", "{sb}/res"],
+             env={"FEDBENCH_STORE": "{sb}/nope"}, expect="ok", not_says=UNUSED),
+        Case("store", "store group a file", TABLE_RUNS, expect="ok",
+             names=("9 run(s) used here are shipped runs",),
+             setup=lambda sb: (sb / "store" / "junk").write_text("x")),
+        Case("store", "calibration fit garbled", ["table", "tau", "--dataset", "fmnist",
+             "--calibrated", "--results", "{sb}/out/r"], names=("calibration/tau-fmnist.json",),
              setup=lambda sb: (sb / "store" / "calibration").mkdir() or
-             (sb / "store" / "calibration" / "tau-fmnist.json").write_text("{"), expect="ok"),
+             (sb / "store" / "calibration" / "tau-fmnist.json").write_text("{")),
     ]  # fmt: skip
     return c
 

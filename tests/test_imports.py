@@ -428,3 +428,41 @@ def test_a_function_level_import_is_seen():
     code = "def f():\n    from fedbench import atomic\n"
     found = function_level_imports(lambda text, name: ast.parse(code))
     assert ("fedbench.config", "fedbench.atomic") in found
+
+
+# benchmarks/: scripts that import each other by their bare names (their folder is on sys.path,
+# as `python benchmarks/x.py` puts it); no circle there either (hostile.py and hostile_cases.py
+# once imported each other: the shared helpers now sit in hostile_env.py)
+BENCHMARKS = ROOT.parent / "benchmarks"
+
+
+def benchmark_graph(folder: Path = BENCHMARKS) -> dict[str, set[str]]:
+    """Which benchmarks/ script imports which (at any level: a function's import counts)."""
+    names = {p.stem for p in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {n: set() for n in names}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        for node in _imports(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                targets = [node.module or ""]
+            else:
+                targets = [a.name for a in node.names]
+            graph[name] |= {t.split(".")[0] for t in targets} & names
+    return graph
+
+
+def test_the_benchmark_walk_sees_known_imports():
+    graph = benchmark_graph()
+    assert {"hostile_cases", "hostile_env"} <= graph["hostile"]
+    assert "flop_bound" in graph["engine_speed"]
+
+
+def test_the_benchmark_walk_sees_a_circle(tmp_path):
+    (tmp_path / "a.py").write_text("from b import x\n")
+    (tmp_path / "b.py").write_text("def f():\n    import a\n")
+    assert find_cycle(benchmark_graph(tmp_path)) == ["a", "b", "a"]
+
+
+def test_no_import_cycle_among_benchmarks():
+    cycle = find_cycle(benchmark_graph())
+    assert cycle is None, "import cycle in benchmarks/: " + " -> ".join(cycle or [])

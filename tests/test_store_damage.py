@@ -124,3 +124,138 @@ def test_a_store_column_of_another_type_is_one_line_naming_the_file(store, tmp_p
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     error = r.output.strip().splitlines()[-1]
     assert str(path) in error and "git checkout" in error and "ArrowTypeError" not in error
+
+
+def _group_of_both(made, tmp_path, monkeypatch):
+    """A store whose group g holds both runs (one publish), as FEDBENCH_STORE."""
+    res, _, names = made
+    s = tmp_path / "S2"
+    r = invoke("publish", *[x for n in names for x in ("--run", n)], "--group", "g",
+               "--results", res, "--store", s)  # fmt: skip
+    assert r.exit_code == 0 and "2 run(s) added" in r.output, r.output
+    monkeypatch.setenv(STORE_ENV, str(s))
+    monkeypatch.setattr("fedbench.results.store._DEFAULT", {})
+    return s / "g"
+
+
+def _fewer_rows(path):
+    """rounds.parquet less its last row, its footer and publish token kept: it reads."""
+    t = pq.read_table(path)
+    pq.write_table(t.slice(0, len(t) - 1).replace_schema_metadata(t.schema.metadata), path)
+
+
+@pytest.mark.parametrize(
+    "damage, why",
+    [(truncate, "is unreadable"), (_fewer_rows, "has 5 rows where runs.parquet says 6")],
+)
+def test_a_damaged_rounds_file_makes_its_group_to_run_in_one_line(
+    made, tmp_path, monkeypatch, damage, why
+):
+    """sweep --dry-run counted a shipped run done without reading its group's rounds.parquet:
+    now the footer is read once per group, and a damaged group's runs are to run."""
+    from fedbench.results.store import Store
+
+    group = _group_of_both(made, tmp_path, monkeypatch)
+    damage(group / "rounds.parquet")
+    read = []
+    footer = Store._footer_problem
+    monkeypatch.setattr(Store, "_footer_problem", lambda s, g: read.append(g) or footer(s, g))
+    r = invoke(*SWEEP, "--dry-run", "--results", tmp_path / "empty")
+    assert r.exit_code == 0, r.output
+    said = [ln for ln in r.output.splitlines() if "rounds.parquet" in ln]
+    assert len(said) == 1 and said[0].startswith("rerunning: shipped store file"), r.output
+    assert str(group / "rounds.parquet") in said[0] and why in said[0], said
+    assert "git checkout --" in said[0]
+    assert "0 already done, 2 to run" in r.output and read == ["g"], (r.output, read)
+    assert "shipped runs" not in r.output  # none is used
+
+
+def test_the_sweep_reruns_a_damaged_groups_run_and_a_local_run_stands_in(
+    made, tmp_path, monkeypatch
+):
+    res, _, names = made
+    group = _group_of_both(made, tmp_path, monkeypatch)
+    truncate(group / "rounds.parquet")
+    one = ["--methods", "fedavg", "--quiet", "--results", tmp_path / "new"]
+    r = invoke(*SWEEP, *one)
+    assert r.exit_code == 0 and "rerunning: shipped store file" in r.output, r.output
+    assert [p.name for p in (tmp_path / "new").iterdir() if p.name[0] != "."] == [names[0]]
+    r = invoke(*SWEEP, "--dry-run", "--results", res)  # both runs are here, finished
+    assert r.exit_code == 0 and "2 already done, 0 to run" in r.output, r.output
+    said = [ln for ln in r.output.splitlines() if "rounds.parquet" in ln]
+    assert len(said) == 1 and said[0].startswith("note: shipped store file"), r.output
+    assert "a local run of it is used" in said[0] and "shipped runs" not in r.output
+
+
+def test_a_sound_group_is_done_and_its_footer_read_once(made, tmp_path, monkeypatch):
+    from fedbench.results.store import Store
+
+    _group_of_both(made, tmp_path, monkeypatch)
+    read = []
+    footer = Store._footer_problem
+    monkeypatch.setattr(Store, "_footer_problem", lambda s, g: read.append(g) or footer(s, g))
+    r = invoke(*SWEEP, "--dry-run", "--results", tmp_path / "empty")
+    assert r.exit_code == 0 and "2 already done, 0 to run" in r.output, r.output
+    assert read == ["g"] and "rounds.parquet" not in r.output
+
+
+def test_a_rounds_column_of_another_type_is_named_by_the_sweep(store, tmp_path):
+    """round as text in a store group (footer readable): the sweep reruns it, naming it."""
+    import pyarrow as pa
+
+    res, s, names = store
+    path = s / "a" / "rounds.parquet"
+    t = pq.read_table(path)
+    i = t.column_names.index("round")
+    text = pa.array([str(v) for v in t.column("round").to_pylist()])
+    pq.write_table(t.set_column(i, "round", text).replace_schema_metadata(t.schema.metadata), path)
+    r = invoke(*SWEEP, "--dry-run", "--results", tmp_path / "empty")
+    assert r.exit_code == 0 and "1 already done, 1 to run" in r.output, r.output
+    assert f"{path} has a round column of string, not int64" in r.output, r.output
+
+
+def test_a_runs_column_of_another_type_is_named_by_the_sweep(store, tmp_path):
+    """seed as text in runs.parquet left the run out unsaid (its config did not hash)."""
+    import pyarrow as pa
+
+    _, s, _ = store
+    path = s / "a" / "runs.parquet"
+    t = pq.read_table(path)
+    i = t.column_names.index("seed")
+    seeds = pa.array([str(v) for v in t.column("seed").to_pylist()])
+    pq.write_table(t.set_column(i, "seed", seeds).replace_schema_metadata(t.schema.metadata), path)
+    r = invoke(*SWEEP, "--dry-run", "--results", tmp_path / "empty")
+    assert r.exit_code == 0 and "1 already done, 1 to run" in r.output, r.output
+    said = [ln for ln in r.output.splitlines() if "runs.parquet" in ln]
+    assert len(said) == 1 and f"{path} has a seed column of string, not int64" in said[0], said
+
+
+def test_a_damaged_groups_runs_are_not_said_used(store, tmp_path):
+    """A paper table looks a missing cell's record up again (find, after finished): the note
+    counted the damaged group's run as a shipped run used."""
+    from fedbench.results import RunIndex
+    from fedbench.results.store import Store
+
+    _, s, _ = store
+    truncate(s / "a" / "rounds.parquet")
+    index = RunIndex(tmp_path / "empty", on_error="skip", must_exist=False, shipped=Store(s))
+    keys = {rec.group: rec.key for rec in index.records()}
+    assert index.finished(keys["a"]) is None and index.find(keys["a"]) is not None
+    assert index.finished(keys["b"]) is not None
+    assert len(index.problems) == 1 and str(s / "a" / "rounds.parquet") in index.problems[0]
+    assert [n for n in index.notes if "shipped runs" in n] == [
+        "note: 1 run(s) used here are shipped runs (the store in results/shipped, read-only; "
+        "fedbench publish adds to it)"
+    ]
+
+
+def test_fedbench_store_naming_a_file_is_refused_in_one_line(store, tmp_path, monkeypatch):
+    _, s, _ = store
+    monkeypatch.setenv(STORE_ENV, str(s / "a" / "runs.parquet"))
+    for args in (SWEEP + ["--dry-run"], ["table", "stragglers", "--seeds", "0"]):
+        r = invoke(*args, "--results", tmp_path / "empty")
+        assert r.exit_code == 2, r.output
+        assert r.output.strip() == (
+            f"Error: {STORE_ENV}={s / 'a' / 'runs.parquet'} is not a folder; set it to the "
+            "shipped store's folder (a clone's results/shipped) or to none"
+        ), r.output

@@ -75,7 +75,7 @@ class RunIndex:
         self._copies: dict[Path, list[Path]] = {}  # used folder -> other folders of one run
         self._multi_data: set[str] = set()  # keys with finished runs on different data
         self._unreadable: list[str] = []  # run folders whose config this build cannot hash
-        self._shipped_used: set[str] = set()  # run ids of shipped records used
+        self._shipped_used: dict[str, str] = {}  # run id -> group, of shipped records used
         if self.store is not None:
             self._add_shipped()
         self.unfinished: dict[str, int] = {}  # shown status -> runs (summary_frame counts them)
@@ -214,7 +214,7 @@ class RunIndex:
         if no_summary and rec.run_dir / "run.json" not in self.no_summary:
             self.no_summary.append(rec.run_dir / "run.json")  # no fedbench writes one so
         if rec.shipped:
-            self._shipped_used.add(rec.run_id)
+            self._shipped_used[rec.run_id] = rec.group
         copies = [
             r.run_dir
             for r in same_key
@@ -236,7 +236,21 @@ class RunIndex:
         if rec is None or rec.status not in FINISHED:
             return None
         if check_files and not self.rounds_ok(rec, report=True):
+            return self._local_instead(rec, fingerprint) if rec.shipped else None
+        return rec
+
+    def _local_instead(self, shipped: RunRecord, fingerprint) -> RunRecord | None:
+        """A finished local run with sound rounds of a config whose shipped run's group is
+        damaged (the shipped record is preferred by find): used in its place, or None."""
+        local = [
+            r
+            for r in self._candidates(shipped.key, fingerprint)
+            if not r.shipped and r.status in FINISHED and self.rounds_ok(r, report=True)
+        ]
+        if not local:
             return None
+        rec = max(local, key=lambda r: r.ended)
+        self.use(rec)
         return rec
 
     def fingerprints(self, key: str) -> set[str | None]:
@@ -261,9 +275,10 @@ class RunIndex:
                 f"note: {len(self._unreadable)} run(s) left out: their config cannot be read by "
                 f"this fedbench, e.g. {self._unreadable[0]}; --strict refuses them"
             )
-        if self._shipped_used:
+        shipped = [g for g in self._shipped_used.values() if not self.store.rounds_problem(g)]
+        if shipped:  # a damaged group's runs are not used (its file is said)
             out.append(
-                f"note: {len(self._shipped_used)} run(s) used here are shipped runs (the store in "
+                f"note: {len(shipped)} run(s) used here are shipped runs (the store in "
                 "results/shipped, read-only; fedbench publish adds to it)"
             )
         if self.unfinished:
@@ -289,8 +304,8 @@ class RunIndex:
     def rounds_ok(self, rec: RunRecord, report: bool = False) -> bool:
         """Whether rounds.parquet is there, its footer reads (cheap: metadata only) and it
         has the rows run.json says; report=True sends what is wrong through on_error."""
-        if rec.shipped:  # checked when published
-            return True
+        if rec.shipped:
+            return self._group_ok(rec, report)
         if rec.run_dir not in self._valid:
             self._valid[rec.run_dir] = self._rounds_problem(rec)
         why = self._valid[rec.run_dir]
@@ -302,6 +317,16 @@ class RunIndex:
                 f"{rec.rounds_path} {why}; rerun it (fedbench sweep reruns it) "
                 f"or delete {rec.run_dir}"
             )
+        return why is None
+
+    def _group_ok(self, rec: RunRecord, report: bool) -> bool:
+        """Whether a shipped run's group has a sound rounds.parquet (its footer, read once per
+        group: Store.rounds_problem); report=True says a damaged one once per group."""
+        why = self.store.rounds_problem(rec.group)
+        group = rec.run_dir.parent
+        if why and report and group not in self._reported:
+            self._reported.add(group)
+            self._problem(why)
         return why is None
 
     def _rounds_problem(self, rec: RunRecord) -> str | None:

@@ -42,7 +42,8 @@ def plan_sweep(
     is rerun (on_error="skip", the default; sweep --damaged rerun) or stops the plan with its
     name ("fail"; --damaged stop); strict=True refuses records written by another fedbench
     version. shipped=True: a run in the shipped store (fedbench.results.shipped_store) is done too,
-    matched like a local one."""
+    matched like a local one, when its group's rounds.parquet is sound (its footer, read once
+    per group: Store.rounds_problem); a damaged group's runs are to run, said in one line."""
     from fedbench.results import FINISHED, RunIndex
     from fedbench.results.locks import claimed_elsewhere
 
@@ -56,15 +57,15 @@ def plan_sweep(
             plan.done.append(run_id(cfg))
             continue
         if len(index.problems) > n_problems:  # finished, but its rounds.parquet is unreadable
-            plan.problems += index.problems[n_problems:]
-            rec = index.find(key)
-            if rec is not None and rec.status in FINISHED:
-                plan.repair.add(run_id(cfg))
+            plan.problems += index.problems[n_problems:]  # (a store group's: said once)
+            if any(r.status in FINISHED and not r.shipped for r in index.by_key.get(key, [])):
+                plan.repair.add(run_id(cfg))  # a finished local run: rerun over it
         if claimed_elsewhere(results, run_id(cfg)):
             plan.busy.append(run_id(cfg))
         else:
             plan.todo.append(cfg)
-    plan.notes = index.notes
+    stood_in = [p for p in index.problems if p not in plan.problems]  # a local run used
+    plan.notes = index.notes + [f"note: {p}; a local run of it is used" for p in stood_in]
     return plan
 
 
