@@ -134,7 +134,7 @@ def _group_of_both(made, tmp_path, monkeypatch):
                "--results", res, "--store", s)  # fmt: skip
     assert r.exit_code == 0 and "2 run(s) added" in r.output, r.output
     monkeypatch.setenv(STORE_ENV, str(s))
-    monkeypatch.setattr("fedbench.results.store._DEFAULT", {})
+    monkeypatch.setattr("fedbench.results.shipped_store._DEFAULT", {})
     return s / "g"
 
 
@@ -153,7 +153,7 @@ def test_a_damaged_rounds_file_makes_its_group_to_run_in_one_line(
 ):
     """sweep --dry-run counted a shipped run done without reading its group's rounds.parquet:
     now the footer is read once per group, and a damaged group's runs are to run."""
-    from fedbench.results.store import Store
+    from fedbench.results.shipped_store import Store
 
     group = _group_of_both(made, tmp_path, monkeypatch)
     damage(group / "rounds.parquet")
@@ -188,7 +188,7 @@ def test_the_sweep_reruns_a_damaged_groups_run_and_a_local_run_stands_in(
 
 
 def test_a_sound_group_is_done_and_its_footer_read_once(made, tmp_path, monkeypatch):
-    from fedbench.results.store import Store
+    from fedbench.results.shipped_store import Store
 
     _group_of_both(made, tmp_path, monkeypatch)
     read = []
@@ -234,7 +234,7 @@ def test_a_damaged_groups_runs_are_not_said_used(store, tmp_path):
     """A paper table looks a missing cell's record up again (find, after finished): the note
     counted the damaged group's run as a shipped run used."""
     from fedbench.results import RunIndex
-    from fedbench.results.store import Store
+    from fedbench.results.shipped_store import Store
 
     _, s, _ = store
     truncate(s / "a" / "rounds.parquet")

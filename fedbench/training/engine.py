@@ -32,7 +32,7 @@ from fedbench.devices import apply_tf32, generator, resolve_device, synchronize,
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
-from fedbench.training import evaluation, fastpath, threads, window_const
+from fedbench.training import evaluation, fastpath, memory, threads, window_const
 from fedbench.training import round_plan as planning
 from fedbench.training import stack as stacking
 from fedbench.training.round_plan import RoundPlan
@@ -42,6 +42,8 @@ class Engine:
     def __init__(self, cfg: RunConfig, data: FederatedData | None = None):
         self.cfg = cfg
         self.device = resolve_device(cfg.device)
+        if self.device.type == "cpu":  # big temporaries reuse mapped pages (memory.py)
+            memory.keep_freed()
         self.tf32 = apply_tf32(self.device)  # FEDBENCH_TF32 (devices.py; off: full float32)
         self.dtype = getattr(torch, cfg.dtype)
         self.data = data if data is not None else load_federated(cfg, self.device)
@@ -317,8 +319,10 @@ class Engine:
         for s in range(0, s_max, window):
             act = active[s : s + window]
             ka, t_n = act[0], len(act)
-            rows = plan.batch_idx[:ka, s : s + t_n].transpose(0, 1)  # [T, ka, B]
-            xs, ys = take_rows(x_all, rows), take_rows(y_all, rows)
+            rows = plan.batch_idx[:ka, s : s + t_n]  # [ka, T, B]
+            # gathered row by row ([ka, T, B]) and viewed as [T, ka, B]: the window's [ka, T*B]
+            # inputs (BatchedMLP.sgd_steps' x_all) are then a view, not one more copy
+            xs, ys = take_rows(x_all, rows).transpose(0, 1), take_rows(y_all, rows.transpose(0, 1))
             if data.pipeline is not None:  # the transform takes one step's [ka, B, ...]
                 augs = [None if aug is None else aug[:ka, s + t] for t in range(t_n)]
                 xs = torch.stack([data.train_transform(xs[t], augs[t]) for t in range(t_n)])
