@@ -73,6 +73,7 @@ def test_probed_settings_use_the_probe_and_the_others_its_ratio(tmp_path, monkey
             if cfg.clients_per_round == 3 else None  # fmt: skip
 
     monkeypatch.setattr(probes, "run_probe", fake)
+    monkeypatch.setattr(probes, "_COLD", [False])  # this process has probed before
     probe_plan(rates, [a, b], DEVICE, 30, threads=1)
     # B has more expected time: probed first (its probe failed: left to the store); each
     # for about 2 s of rounds at its store rate, at least 3, at the runs' threads
@@ -84,6 +85,22 @@ def test_probed_settings_use_the_probe_and_the_others_its_ratio(tmp_path, monkey
     text = guess.source_text("res")
     assert text.startswith("1 runs from a probe here now (1 settings")
     assert "1 from runs of the same settings on this device; those x0.51" in text
+
+
+def test_a_processs_first_probe_runs_again_warm(tmp_path, monkeypatch):
+    """The first probe (setup 3 s) runs again (setup 1 s): the runs' setup is the warm one, the
+    2 s difference is counted once (the runs after the first share the process)."""
+    rates = _two_settings(tmp_path)
+    setups = iter([3.0, 1.0])
+    monkeypatch.setattr(probes, "run_probe", lambda cfg, rounds, threads=None: Probe(
+        next(setups), 0.3, 0.1, rounds, 2.0))  # fmt: skip
+    monkeypatch.setattr(probes, "_COLD", [True])
+    a = [RunConfig(seed=s, rounds=10, clients_per_round=3) for s in (7, 8)]
+    probe_plan(rates, a, DEVICE, 30)
+    assert rates.warmup == 2.0 and probes._COLD == [False]
+    guess = rates.estimate(a, DEVICE)
+    assert guess.seconds == pytest.approx(2 * (1 + 3 + 1.1) + 2.0)
+    assert "a process's first run +2.0 s" in guess.source_text("r")
 
 
 def test_no_probe_at_0_seconds_or_past_its_time(tmp_path, monkeypatch):

@@ -32,6 +32,8 @@ def fitting(configs: list, rates, device: str, left: float, jobs: int) -> list:
     for cfg in configs:
         guess = rates.estimate([cfg], device) if rates is not None else None
         cost = guess.seconds / jobs if guess is not None and guess.timed else 0.0
+        if taken and guess is not None and guess.how["probe"]:
+            cost -= guess.warmup / jobs  # a process's first run's, counted once
         if spent + cost > left or left <= 0:
             break
         taken.append(cfg)

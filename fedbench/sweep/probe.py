@@ -31,6 +31,8 @@ PROBE_SECONDS = 30.0  # the default --probe: about this long probing, in all
 PROBE_ENV = "FEDBENCH_PROBE"  # the default's override (0: no probe; the tests set it)
 ROUND_SECONDS = 2.0  # a probe runs about this long of rounds (quick rounds: more of them)
 MIN_ROUNDS, MAX_ROUNDS = 3, 1000
+AGAIN = 0.2  # the process's first probe runs again (warm) when it took under this share
+_COLD = [True]  # no probe has run in this process yet
 
 
 @dataclass
@@ -85,11 +87,30 @@ def probe_plan(rates: Rates, configs: list[RunConfig], device: str, seconds: flo
         found = rates.config_rate(cfgs[0], device)
         if left <= 0 or (found is not None and found[0] * rounds > left):
             continue
-        probe = run_probe(cfgs[0], rounds, threads)
+        probe = first_probe(rates, cfgs[0], rounds, threads, seconds)
         if probe is not None:
             rates.probes[key] = probe
     rates.probe_spent = time.monotonic() - began
     rates.speed = speed(rates, groups, device)
+
+
+def first_probe(rates: Rates, cfg: RunConfig, rounds: int, threads: int | None,
+                seconds: float) -> Probe | None:  # fmt: skip
+    """run_probe; the process's first, when quick, once more: its setup warm (the runs of a
+    sweep after its first share the process), and the difference (imports, compiling, the
+    first allocations) as rates.warmup, counted once (fedbench.sweep.rates.Estimate)."""
+    cold = _COLD[0]
+    probe = run_probe(cfg, rounds, threads)
+    if probe is None or not cold:
+        return probe
+    _COLD[0] = False
+    if probe.wall > AGAIN * seconds:
+        return probe
+    warm = run_probe(cfg, rounds, threads)
+    if warm is None:
+        return probe
+    rates.warmup = max(0.0, probe.setup - warm.setup)
+    return warm
 
 
 def _static(rates: Rates, cfgs: list[RunConfig], device: str) -> float:

@@ -146,6 +146,7 @@ class Estimate:
     probed: int = 0  # settings probed
     probe_spent: float = 0.0  # seconds the probes took
     targets: Counter = field(default_factory=Counter)  # runs stopping at a target: kin / full
+    warmup: float = 0.0  # seconds a process's first run adds, once
 
     @property
     def runs(self) -> int:
@@ -180,8 +181,9 @@ class Estimate:
         return "; ".join(pieces + self.target_text())
 
     def probe_text(self, probed: int) -> str:
+        warm = f"; a process's first run +{self.warmup:.1f} s" if self.warmup >= 0.05 else ""
         return (f"{probed} runs from a probe here now ({self.probed} settings, a few rounds "
-                f"of one run each, timed: {self.probe_spent:.0f} s)")  # fmt: skip
+                f"of one run each, timed: {self.probe_spent:.0f} s{warm})")  # fmt: skip
 
     def target_text(self) -> list[str]:
         """How the rounds of runs that stop at their target were counted."""
@@ -215,6 +217,7 @@ class Rates:
         self.probes: dict[tuple, object] = {}
         self.speed = 1.0
         self.probe_spent = 0.0
+        self.warmup = 0.0  # a process's first run's extra setup (fedbench.sweep.probe)
 
     @classmethod
     def read(cls, results: Path | str, shipped: bool = True) -> Rates:
@@ -327,7 +330,8 @@ class Rates:
         return None if found is None else found[0] * self.speed
 
     def estimate(self, configs: list[RunConfig], device: str) -> Estimate:
-        out = Estimate(speed=self.speed, probed=len(self.probes), probe_spent=self.probe_spent)
+        out = Estimate(speed=self.speed, probed=len(self.probes), probe_spent=self.probe_spent,
+                       warmup=self.warmup)  # fmt: skip
         for cfg in configs:
             rounds = self.expected_rounds(cfg)
             if cfg.stop_at_target:
@@ -350,6 +354,7 @@ class Rates:
             out.used[(other, used)] = n
             if other != device:
                 out.devices.add(other)
+        out.seconds += self.warmup if out.how["probe"] else 0.0
         if out.timed and device.startswith("cpu"):
             out.load = self.load()[1] if out.basis["wall"] else self.load()[2]
         return out
