@@ -40,15 +40,15 @@ def test_a_probed_run_is_setup_rounds_and_evaluations():
 
 
 def test_a_probe_is_read_from_its_rounds():
-    """Wall 10 s; rounds of 2.0, 1.0, 1.2 s (median 1.2: the first round's warm-up is setup);
-    4 evaluations of 0.2 s: setup 10 - 3 x 1.2 - 4 x 0.2 = 5.6."""
+    """Wall 10 s; rounds of 2.0, 1.0, 1.2 s (the mean after the first, 1.1: the first round's
+    warm-up is setup); 4 evaluations of 0.2 s: setup 10 - 3 x 1.1 - 4 x 0.2 = 5.9."""
     rows = [{"round": 0, "round_seconds": 0.0, "eval_seconds": 0.2}] + [
         {"round": r, "round_seconds": s, "eval_seconds": 0.2}
         for r, s in ((1, 2.0), (2, 1.0), (3, 1.2))
     ]
     p = probe_of(10.0, {"summary": {"rounds_run": 3}}, rows)
-    assert (p.round, p.eval, p.rounds) == (1.2, 0.2, 3)
-    assert p.setup == pytest.approx(5.6)
+    assert (p.round, p.eval, p.rounds) == pytest.approx((1.1, 0.2, 3))
+    assert p.setup == pytest.approx(5.9)
     assert probe_of(10.0, {"summary": {"rounds_run": 0}}, rows) is None
 
 
@@ -63,8 +63,10 @@ def _two_settings(tmp_path) -> Rates:
 def test_probed_settings_use_the_probe_and_the_others_its_ratio(tmp_path, monkeypatch):
     """A's probe says 5 s a run (store: 10 s): x0.5; B, not probed, 20 s x 0.5."""
     rates = _two_settings(tmp_path)
-    a, b = RunConfig(seed=7, rounds=10, clients_per_round=3), RunConfig(seed=7, rounds=10,
-                                                                        clients_per_round=5)
+    a, b = (
+        RunConfig(seed=7, rounds=10, clients_per_round=3),
+        RunConfig(seed=7, rounds=10, clients_per_round=5),
+    )
     calls = []
 
     def fake(cfg, rounds, threads=None):
@@ -76,8 +78,8 @@ def test_probed_settings_use_the_probe_and_the_others_its_ratio(tmp_path, monkey
     monkeypatch.setattr(probes, "_COLD", [False])  # this process has probed before
     probe_plan(rates, [a, b], DEVICE, 30, threads=1)
     # B has more expected time: probed first (its probe failed: left to the store); each
-    # for about 2 s of rounds at its store rate, at least 3, at the runs' threads
-    assert calls == [(5, 3, 1), (3, 3, 1)]
+    # for about 5 s of rounds at its store rate, at least 3, at the runs' threads
+    assert calls == [(5, 3, 1), (3, 5, 1)]
     guess = rates.estimate([a, b], DEVICE)
     # a: 1 + 10 x 0.3 + 11 x 0.1 = 5.1; b: 20 x (5.1 / 10)
     assert guess.seconds == pytest.approx(5.1 + 20 * 0.51)

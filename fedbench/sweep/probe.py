@@ -5,10 +5,11 @@ The store's rates were measured on another machine, or on this one at another lo
 runs at loads 1-12 on 2 cores: one setting's runs 3-30x apart), and an older record does not say
 which. A probe measures what a run of the setting takes here and now, at the runs' --threads,
 under the load the machine has: a run is then its setup (data, model, the first round's warm-up,
-writing) + rounds x a round + evaluations x an evaluation. Settings are probed most expected time
-first while the probe's seconds last; the others' store rates are scaled by the probed settings'
-ratio (their probed time over their store estimate: `speed`). A probe runs in a temporary folder
-(never recorded), never downloads, and a probe that fails leaves its setting to the store."""
+writing) + rounds x a round + evaluations x an evaluation (each the mean after the first).
+Settings are probed most expected time first while the probe's seconds last; the others' store
+rates are scaled by the probed settings' ratio (their probed time over their store estimate:
+`speed`). A probe runs in a temporary folder (never recorded), never downloads, and a probe that
+fails leaves its setting to the store."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from fedbench.sweep.rates import Rates, rate_key
 
 PROBE_SECONDS = 30.0  # the default --probe: about this long probing, in all
 PROBE_ENV = "FEDBENCH_PROBE"  # the default's override (0: no probe; the tests set it)
-ROUND_SECONDS = 2.0  # a probe runs about this long of rounds (quick rounds: more of them)
+ROUND_SECONDS = 5.0  # a probe runs about this long of rounds (quick rounds: more of them)
 MIN_ROUNDS, MAX_ROUNDS = 3, 1000
 AGAIN = 0.2  # the process's first probe runs again (warm) when it took under this share
 _COLD = [True]  # no probe has run in this process yet
@@ -39,9 +40,9 @@ _COLD = [True]  # no probe has run in this process yet
 class Probe:
     """What one probe measured (seconds)."""
 
-    setup: float  # the run's wall less its rounds and evaluations at their median
-    round: float  # the median training round
-    eval: float  # the median evaluation
+    setup: float  # the run's wall less its rounds and evaluations (_after_first)
+    round: float  # a training round (the mean after the first)
+    eval: float  # an evaluation (the mean after the first)
     rounds: int  # rounds probed
     wall: float  # the probe run's wall time
 
@@ -164,9 +165,17 @@ def probe_of(wall: float, meta: dict, rows: list[dict]) -> Probe | None:
     evals = [r["eval_seconds"] for r in rows if _number(r.get("eval_seconds"))]
     if rounds <= 0 or wall <= 0 or not trains:
         return None
-    one, each = statistics.median(trains), statistics.median(evals) if evals else 0.0
+    one, each = _after_first(trains), _after_first(evals) if evals else 0.0
     setup = max(0.0, wall - rounds * one - len(evals) * each)
     return Probe(setup, one, each, rounds, wall)
+
+
+def _after_first(seconds: list[float]) -> float:
+    """The mean, the first left out when there are more (its warm-up counts as setup): a
+    run's time is the sum of its rounds, and on a busy machine a few rounds wait long (the
+    median would leave them out)."""
+    rest = seconds[1:] or seconds
+    return sum(rest) / len(rest)
 
 
 def _number(x) -> bool:

@@ -242,7 +242,8 @@ class Rates:
             return
         try:
             self.target_rounds[kin_key(config_from_dict(config))].append(
-                int(meta["summary"]["rounds_run"]))
+                int(meta["summary"]["rounds_run"])
+            )
         except Exception:  # a record of an older or foreign config: no kin from it
             return
 
