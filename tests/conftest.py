@@ -8,6 +8,8 @@ from click.testing import CliRunner
 os.environ.setdefault("FEDBENCH_NO_DOWNLOAD", "1")  # tests never rely on a download
 # tests see no shipped runs (results/shipped) unless they point FEDBENCH_STORE at a store
 os.environ["FEDBENCH_STORE"] = "none"
+# tests time nothing before an estimate (fedbench.sweep.probe) unless they pass --probe
+os.environ["FEDBENCH_PROBE"] = "0"
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 from fedbench.assembly import build_config  # noqa: E402

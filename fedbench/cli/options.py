@@ -121,6 +121,17 @@ def amount(name: str, default: float, help: str):
     )
 
 
+def probe():
+    """--probe SECONDS: the plan's estimate measured here now first (fedbench.sweep.probe)."""
+    return click.option(
+        "--probe", type=FINITE_NON_NEGATIVE, default=None, metavar="SECONDS",
+        help="Before the expected time, time a few rounds of one run of each setting here now "
+        "(a temporary folder, never recorded), for about this long in all; the other settings' "
+        "rates are scaled by what it found. 0: none. Default with --dry-run or a budget: 30 "
+        "($FEDBENCH_PROBE); else none.",
+    )  # fmt: skip
+
+
 def _shared(*decls, **attrs):
     def factory(**changes):
         return click.option(*decls, **{**attrs, **changes})

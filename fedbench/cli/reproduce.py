@@ -19,7 +19,7 @@ from fedbench.cli.common import (
     log_level,
     warn,
 )
-from fedbench.cli.sweep import executor_options
+from fedbench.cli.sweep import executor_options, probe_seconds
 
 
 def _paper_names() -> list[str]:
@@ -51,6 +51,7 @@ def _paper_names() -> list[str]:
               "table's runs to the shipped store (paper and cut scales).")  # fmt: skip
 @executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan and its expected time; run nothing.")
+@opt.probe()
 @opt.output
 @opt.checkpoints
 def reproduce(papers, **o):
@@ -86,7 +87,9 @@ def reproduce(papers, **o):
     executor = make_executor(o["executor"], o["jobs"], o["threads"], o["address"],
                              o["gpus_per_run"], o["cpus_per_run"], o["stack"], policy)  # fmt: skip
     specs = choose_tables(papers, o["every"], o["tables"], o["dataset"])
-    rp = build_plan(specs, o["dataset"], o["scale"], o["results"], o["order"])
+    rp = build_plan(specs, o["dataset"], o["scale"], o["results"], o["order"],
+                    probe=(probe_seconds(o["probe"], o["dry_run"] or seconds is not None),
+                           o["threads"]))  # fmt: skip
     warn("rerunning:", rp.plan.problems)
     if rp.todo and not o["dry_run"]:
         executor.prepare()

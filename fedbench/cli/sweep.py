@@ -54,6 +54,7 @@ class SweepArgs:
     strict: bool
     calibrated: bool
     add_methods: tuple[str, ...] = ()
+    probe: float | None = None
 
 
 # --jobs, --threads, --executor, --address, --gpus-per-run, --cpus-per-run, --stack.
@@ -102,6 +103,7 @@ executor_options = opt.together(
 @opt.results(help=None)
 @executor_options
 @click.option("--dry-run", is_flag=True, help="List the runs that would run, run nothing.")
+@opt.probe()
 @opt.output
 @opt.checkpoints
 @click.option(
@@ -323,6 +325,14 @@ def check_memory(todo: list, a: SweepArgs) -> None:
         fits(cfg, f"run {run_id(cfg)}")
 
 
+def probe_seconds(given: float | None, wanted: bool) -> float:
+    """--probe's seconds: as given; else its default where the estimate is the point (a dry
+    run) or decides what starts (a budget), none before runs that start anyway."""
+    from fedbench.sweep.probe import default_seconds
+
+    return given if given is not None else (default_seconds() if wanted else 0.0)
+
+
 def header(plan, configs: list, a: SweepArgs) -> None:
     """The preset the runs start from (which one a bare --dataset picked), then the compute
     the runs to do take and their expected time on this device."""
@@ -335,7 +345,8 @@ def header(plan, configs: list, a: SweepArgs) -> None:
         click.echo(f"preset: {presets[0]}{why}")
     if plan.todo:
         click.echo(model_line(plan.todo))
-        click.echo(time_line(plan.todo, Path(a.results), a.jobs))
+        probe = probe_seconds(a.probe, a.dry_run)
+        click.echo(time_line(plan.todo, Path(a.results), a.jobs, probe=probe, threads=a.threads))
 
 
 def announce(plan, label: str, executor_name: str, a: SweepArgs) -> None:

@@ -182,8 +182,11 @@ def committed_selection(name: str, dataset: str, results: str):
     return None
 
 
-def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip") -> ReproPlan:
-    """Every unit's runs, planned together (fedbench.sweep.plan_sweep), then ordered."""
+def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip",
+               probe=(0.0, None)) -> ReproPlan:  # fmt: skip
+    """Every unit's runs, planned together (fedbench.sweep.plan_sweep), then ordered; probe:
+    (seconds, threads) of the probe before the estimate (fedbench.sweep.probe: None seconds
+    its default, 0 none)."""
     from fedbench.identity import config_hash
     from fedbench.results.shipped_store import store_root
     from fedbench.sweep import dedupe, plan_sweep, table_configs
@@ -207,7 +210,7 @@ def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip"
         u.busy = sum(run_id(c) in busy for c in u.configs)
         u.done = len(u.configs) - len(u.todo) - u.busy
     _check_data(rp.units)
-    _order(rp, order)
+    _order(rp, order, probe)
     return rp
 
 
@@ -254,16 +257,19 @@ def _short(error: str, dataset: str, refused: bool = True) -> str:
     return f"no {name} data here" + (f", {why}" if why else "") + f"; fedbench data get {name}"
 
 
-def _order(rp: ReproPlan, order: str) -> None:
+def _order(rp: ReproPlan, order: str, probe=(0.0, None)) -> None:
     """Units done first, then (cheapest) the one whose runs not yet planned are expected to take
     least, again and again, so that a budget that ends leaves whole tables; (listed) in the
     registry's order. Units whose data is missing last. Each unit's `own` runs are set."""
     from fedbench.sweep.estimate import this_device
+    from fedbench.sweep.probe import default_seconds, probe_plan
     from fedbench.sweep.rates import Rates
 
     rates = rp.rates = Rates.read(rp.results, rp.shipped)
     runnable = [c for u in rp.units if not u.missing for c in u.todo]
     rp.device = this_device(runnable[0]) if runnable else ""
+    seconds = default_seconds() if probe[0] is None else probe[0]
+    probe_plan(rates, runnable, rp.device, seconds, probe[1])
     planned: set[str] = set()
     left = [u for u in rp.units if not u.missing]
     ordered = []
@@ -297,7 +303,5 @@ def round_seconds(rp: ReproPlan) -> float:
     """The longest expected round of the runs to do (how early a deadline's stop is asked)."""
     longest = 0.0
     for c in rp.todo:
-        found = rp.rates.config_rate(c, rp.device)
-        if found is not None:
-            longest = max(longest, found[0])
+        longest = max(longest, rp.rates.round_rate(c, rp.device) or 0.0)
     return longest

@@ -26,11 +26,14 @@ class Outcome:
 
 def fitting(configs: list, rates, device: str, left: float, jobs: int) -> list:
     """The longest prefix of configs whose expected time (spread over `jobs`) ends within
-    `left` seconds; a config with no estimate is taken while any time is left."""
+    `left` seconds (as the plan estimates it: probes, expected rounds); a config with no
+    estimate is taken while any time is left."""
     taken, spent = [], 0.0
     for cfg in configs:
-        found = rates.config_rate(cfg, device) if rates is not None else None
-        cost = 0.0 if found is None else cfg.rounds * found[0] / jobs
+        guess = rates.estimate([cfg], device) if rates is not None else None
+        cost = guess.seconds / jobs if guess is not None and guess.timed else 0.0
+        if taken and guess is not None and guess.how["probe"]:
+            cost -= guess.warmup / jobs  # a process's first run's, counted once
         if spent + cost > left or left <= 0:
             break
         taken.append(cfg)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fedbench.config import RunConfig
 from fedbench.devices import device_name, resolve_device
+from fedbench.sweep.probe import default_seconds, probe_plan
 from fedbench.sweep.rates import RATE_FIELDS, Rates, device_label, rate_key, run_rate
 
 __all__ = ["RATE_FIELDS", "device_label", "rate_key", "run_rate"]
@@ -54,16 +55,28 @@ def model_line(configs: list[RunConfig]) -> str:
     )
 
 
-def time_line(configs: list[RunConfig], results: Path, jobs: int, shipped: bool = True) -> str:
+def plan_estimate(configs: list[RunConfig], results: Path, shipped: bool = True,
+                  probe: float | None = None, threads: int | None = None):  # fmt: skip
+    """(the configs' Estimate on this device, whether the shipped store was read), as
+    time_line says it: the rates of results (and the store), a probe here first."""
+    from fedbench.results.shipped_store import store_root
+
+    device = this_device(configs[0])
+    shipped = shipped and store_root() is not None
+    rates = Rates.read(results, shipped)
+    probe_plan(rates, configs, device, default_seconds() if probe is None else probe, threads)
+    return rates.estimate(configs, device), shipped
+
+
+def time_line(configs: list[RunConfig], results: Path, jobs: int, shipped: bool = True,
+              probe: float | None = None, threads: int | None = None) -> str:  # fmt: skip
     """The expected time of the configs on this device, and where its rates come from
-    (fedbench.sweep.rates: runs here, on another device scaled, or scaled by FLOPs)."""
+    (fedbench.sweep.rates: runs here, on another device scaled, or scaled by FLOPs; a probe of
+    about `probe` seconds here now first, fedbench.sweep.probe: None its default, 0 none)."""
     if not configs:
         return "expected time: nothing to run"
     device = this_device(configs[0])
-    from fedbench.results.shipped_store import store_root
-
-    shipped = shipped and store_root() is not None
-    guess = Rates.read(results, shipped).estimate(configs, device)
+    guess, shipped = plan_estimate(configs, results, shipped, probe, threads)
     where = f"{results}" + (" and the shipped store" if shipped else "")
     if not guess.timed:
         return (

@@ -26,6 +26,7 @@ fedbench.sweep.accuracy sets each shipped run's estimate beside its measured tim
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import re
@@ -75,6 +76,12 @@ def rate_key(config: dict) -> tuple:
     """The setting of a config dict; a field an older record lacks takes its default (a record
     without eval_local is a run without it)."""
     return tuple(str(config.get(f, _DEFAULTS.get(f))) for f in RATE_FIELDS)
+
+
+def kin_key(cfg: RunConfig) -> str:
+    """A config less its seeds: runs that differ only by seed are kin."""
+    d = {k: v for k, v in cfg.to_dict().items() if k not in ("seed", "data_seed")}
+    return json.dumps(d, sort_keys=True, default=str)
 
 
 def run_rate(meta: dict) -> float | None:
@@ -135,6 +142,11 @@ class Estimate:
     untimed: list = field(default_factory=list)  # (dataset, model) with no comparable run
     load: str = ""  # this machine's load now, said (applied to CPU rates only)
     basis: Counter = field(default_factory=Counter)  # configs from cpu / wall rates
+    speed: float = 1.0  # the unprobed settings' scale (fedbench.sweep.probe)
+    probed: int = 0  # settings probed
+    probe_spent: float = 0.0  # seconds the probes took
+    targets: Counter = field(default_factory=Counter)  # runs stopping at a target: kin / full
+    warmup: float = 0.0  # seconds a process's first run adds, once
 
     @property
     def runs(self) -> int:
@@ -150,15 +162,39 @@ class Estimate:
             "(no setting run on both devices to compare them)",
             "flops": "like settings (same dataset and model) scaled by FLOPs a round",
         }
-        parts = [f"{n} from {words[k]}" for k, n in self.how.most_common()]
-        parts += [self.load] if self.load else []
+        probed = self.how.get("probe", 0)
+        parts = [f"{n} from {words[k]}" for k, n in self.how.most_common() if k != "probe"]
+        if parts and probed and self.speed != 1.0:
+            parts.append(f"those x{self.speed:.2f} (the probed settings' time here now over "
+                         "their estimate from the store)")  # fmt: skip
+        parts += [self.load] if parts and self.load else []
         rates = "wall-time rates"
         if self.basis["cpu"]:
             rule = "(wall = CPU x max(1, load / cores) now)"
             rates = f"CPU-time rates {rule}" if not self.basis["wall"] else (
                 f"CPU-time rates for {self.basis['cpu']} runs {rule}, wall-time rates for the rest"
             )  # fmt: skip
-        return f"from the {rates} of {self.runs} finished runs in {where}: " + "; ".join(parts)
+        pieces = [self.probe_text(probed)] if probed else []
+        if parts:
+            pieces.append(f"from the {rates} of {self.runs} finished runs in {where}: "
+                          + "; ".join(parts))  # fmt: skip
+        return "; ".join(pieces + self.target_text())
+
+    def probe_text(self, probed: int) -> str:
+        warm = f"; a process's first run +{self.warmup:.1f} s" if self.warmup >= 0.05 else ""
+        return (f"{probed} runs from a probe here now ({self.probed} settings, a few rounds "
+                f"of one run each, timed: {self.probe_spent:.0f} s{warm})")  # fmt: skip
+
+    def target_text(self) -> list[str]:
+        """How the rounds of runs that stop at their target were counted."""
+        out = []
+        if self.targets["kin"]:
+            out.append(f"{self.targets['kin']} runs stop at their target: their rounds are "
+                       "the median their other seeds' runs ran")  # fmt: skip
+        if self.targets["full"]:
+            out.append(f"{self.targets['full']} runs may stop at their target sooner: counted "
+                       "at their full rounds")  # fmt: skip
+        return out
 
     def untimed_text(self) -> str:
         pairs = sorted({f"{m} on {d}" for d, m in self.untimed})
@@ -174,6 +210,14 @@ class Rates:
         # CPU seconds a round of the runs that recorded them (a run without has only its wall)
         self.cpu: dict[str, dict[tuple, list[float]]] = defaultdict(lambda: defaultdict(list))
         self._load: tuple[float, str, str] | None = None
+        # rounds run by the runs that stop at their target, by config less its seeds (kin)
+        self.target_rounds: dict[str, list[int]] = defaultdict(list)
+        # fedbench.sweep.probe: {setting: Probe} measured here now, the unprobed settings'
+        # scale (the probed ones' time here over their store estimate), the seconds it took
+        self.probes: dict[tuple, object] = {}
+        self.speed = 1.0
+        self.probe_spent = 0.0
+        self.warmup = 0.0  # a process's first run's extra setup (fedbench.sweep.probe)
 
     @classmethod
     def read(cls, results: Path | str, shipped: bool = True) -> Rates:
@@ -189,7 +233,25 @@ class Rates:
             if rate is not None:
                 rates.add(device_label(rec.meta.get("device_name")), rec.config, rate,
                           run_cpu_rate(rec.meta))  # fmt: skip
+                rates.add_target(rec.config, rec.meta)
         return rates
+
+    def add_target(self, config: dict, meta: dict) -> None:
+        """The rounds a finished run that stops at its target ran, under its kin's key."""
+        if not config.get("stop_at_target"):
+            return
+        try:
+            self.target_rounds[kin_key(config_from_dict(config))].append(
+                int(meta["summary"]["rounds_run"])
+            )
+        except Exception:  # a record of an older or foreign config: no kin from it
+            return
+
+    def expected_rounds(self, cfg: RunConfig) -> int:
+        """The rounds a run of cfg is expected to run: a run that stops at its target, the
+        median of its kin's runs (other seeds) where the store has them; else its rounds."""
+        kin = self.target_rounds.get(kin_key(cfg)) if cfg.stop_at_target else None
+        return int(statistics.median(kin)) if kin else cfg.rounds
 
     def add(self, device: str, config: dict, rate: float, cpu: float | None = None) -> None:
         key = rate_key(config)
@@ -259,21 +321,41 @@ class Rates:
         _, _, k, theirs, (sec, how, n, other) = min(scored, key=lambda s: s[:2])
         return sec * flops / theirs, "flops" if how == "here" else how, n, other, k
 
+    def round_rate(self, cfg: RunConfig, device: str) -> float | None:
+        """A round's seconds of cfg: its probe's (a round and an evaluation), else its rate
+        scaled as the estimate scales it; None where it has neither."""
+        probe = self.probes.get(rate_key(cfg.to_dict()))
+        if probe is not None:
+            return probe.round + probe.eval
+        found = self.config_rate(cfg, device)
+        return None if found is None else found[0] * self.speed
+
     def estimate(self, configs: list[RunConfig], device: str) -> Estimate:
-        out = Estimate()
+        out = Estimate(speed=self.speed, probed=len(self.probes), probe_spent=self.probe_spent,
+                       warmup=self.warmup)  # fmt: skip
         for cfg in configs:
+            rounds = self.expected_rounds(cfg)
+            if cfg.stop_at_target:
+                out.targets["kin" if rounds != cfg.rounds else "full"] += 1
+            probe = self.probes.get(rate_key(cfg.to_dict()))
+            if probe is not None:
+                out.seconds += probe.run_seconds(rounds, cfg.eval_every)
+                out.timed += 1
+                out.how["probe"] += 1
+                continue
             found = self.config_rate(cfg, device)
             if found is None:
                 out.untimed.append((cfg.dataset, cfg.model))
                 continue
             sec, how, n, other, used = found
-            out.seconds += cfg.rounds * sec
+            out.seconds += rounds * sec * self.speed
             out.timed += 1
             out.how[how] += 1
             out.basis[self.basis(other, used)] += 1
             out.used[(other, used)] = n
             if other != device:
                 out.devices.add(other)
+        out.seconds += self.warmup if out.how["probe"] else 0.0
         if out.timed and device.startswith("cpu"):
             out.load = self.load()[1] if out.basis["wall"] else self.load()[2]
         return out
