@@ -6,6 +6,10 @@ line is an entry point: it loads the paper catalogs (fedbench.papers) before any
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+
 import click
 
 import fedbench.papers  # noqa: F401 -- the catalogs: every paper's presets and tables register
@@ -138,4 +142,15 @@ _take_plugins(cli)
 
 
 def main() -> None:
-    cli(obj={})
+    try:
+        cli(obj={})
+    except SystemExit as e:
+        if not isinstance(e.code, int) or e.code == 0 or "pyarrow" not in sys.modules:
+            raise
+        # An error already said in one line: leave without the interpreter's teardown, where
+        # pyarrow's thread pools sometimes abort the process ("terminate called without an
+        # active exception", exit 134 in ~2 of 100 failing publishes; apache/arrow#34314).
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.code)
