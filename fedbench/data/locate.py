@@ -85,6 +85,22 @@ def may_download() -> bool:
 
 
 @contextmanager
+def no_download_env():
+    """FEDBENCH_NO_DOWNLOAD=1 in this block, so that runs started here (in this process or a
+    worker it spawns) find their data or say it is not here, never fetch it: for plans and
+    probes, which read what is here."""
+    before = os.environ.get("FEDBENCH_NO_DOWNLOAD")
+    os.environ["FEDBENCH_NO_DOWNLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("FEDBENCH_NO_DOWNLOAD", None)
+        else:
+            os.environ["FEDBENCH_NO_DOWNLOAD"] = before
+
+
+@contextmanager
 def downloads_off():
     """No dataset downloads in this block (a loader not finding its data raises its one-line
     not-found error): for commands that read what is here, as `table report`."""

@@ -5,11 +5,10 @@ the expected time of each table (docs/usage.md, "Reproducing a paper")."""
 from __future__ import annotations
 
 import math
-import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fedbench.data.locate import no_download_env
 from fedbench.errors import FedbenchError
 from fedbench.identity import run_id
 
@@ -201,7 +200,7 @@ def build_plan(specs, dataset, scale, results, order="cheapest", on_error="skip"
             if scale == "quick":
                 _check_quick(rp.units[-1])
     everything = dedupe([c for u in rp.units for c in u.configs])
-    with _no_download():  # a plan reads what is here; the runs fetch their data themselves
+    with no_download_env():  # a plan reads what is here; the runs fetch their data themselves
         rp.plan = plan_sweep(everything, folder, on_error=on_error, shipped=rp.shipped)
     todo = {config_hash(c) for c in rp.plan.todo}
     busy = set(rp.plan.busy)
@@ -223,19 +222,6 @@ def _check_quick(u: Unit) -> None:
         u.missing = (f"its cells fix their rounds ({longest:,} a run), not the quick scale's "
                      f"{QUICK_ROUNDS}; --scale cut or paper runs it")  # fmt: skip
         u.label = "not quick"
-
-
-@contextmanager
-def _no_download():
-    before = os.environ.get("FEDBENCH_NO_DOWNLOAD")
-    os.environ["FEDBENCH_NO_DOWNLOAD"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["FEDBENCH_NO_DOWNLOAD"]
-        else:
-            os.environ["FEDBENCH_NO_DOWNLOAD"] = before
 
 
 def _check_data(units) -> None:

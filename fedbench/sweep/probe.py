@@ -20,11 +20,11 @@ import os
 import statistics
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from fedbench.config import RunConfig
+from fedbench.data.locate import no_download_env
 from fedbench.identity import run_id
 from fedbench.sweep.rates import Rates, rate_key
 
@@ -139,7 +139,7 @@ def run_probe(cfg: RunConfig, rounds: int, threads: int | None = None) -> Probe 
     from fedbench.sweep.one_run import execute_run
 
     short = dataclasses.replace(cfg, rounds=rounds, stop_at_target=False)
-    with tempfile.TemporaryDirectory(prefix="fedbench-probe-") as tmp, _no_download():
+    with tempfile.TemporaryDirectory(prefix="fedbench-probe-") as tmp, no_download_env():
         out = execute_run(short.to_dict(), tmp, False, threads)
         folder = Path(tmp) / run_id(short)
         if out["status"] != "complete" or not (folder / "run.json").is_file():
@@ -180,17 +180,3 @@ def _after_first(seconds: list[float]) -> float:
 
 def _number(x) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
-
-
-@contextmanager
-def _no_download():
-    """A probe never downloads: data not here leaves its setting to the store."""
-    before = os.environ.get("FEDBENCH_NO_DOWNLOAD")
-    os.environ["FEDBENCH_NO_DOWNLOAD"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("FEDBENCH_NO_DOWNLOAD", None)
-        else:
-            os.environ["FEDBENCH_NO_DOWNLOAD"] = before
