@@ -10,14 +10,16 @@ dissimilarity) allocates [500, 32, 26, 26] activations (43 MB) and their gradien
 and so on every round; zero-filling one of them (max_pool2d's backward) ran at 0.8 GB/s.
 
 keep_freed() sets M_MMAP_MAX = 0 (every block from the heap) and M_TRIM_THRESHOLD to 2 GiB (the
-freed heap is kept): the same sizes come back from pages already mapped. Measured (1 thread,
-CPU seconds, 2-core machine at load ~7): the MNIST CNN's engine round (10 devices, 16 steps of
-B = 64) 3.24 s -> 2.82 s, its full-batch gradient over 10 x 500 samples 1.90 s -> 1.37 s, minor
-page faults of the run 1.8 M -> 0.11 M. The numbers are the same (only where a tensor lives
-changes). Its cost: the process keeps its peak heap mapped (resident set at its peak instead of
-falling back after a pass; +6 % peak there). The engine calls it for CPU runs;
-FEDBENCH_KEEP_FREED=0 leaves glibc's defaults (an A/B, or a process that must return memory).
-"""
+freed heap is kept): the same sizes come back from pages already mapped. Not always the very
+next time: an aligned request may not fit a freed block of its own size, so the heap grows by a
+block now and then before it settles (a round's pattern repeated: faults stop within a few
+passes). Measured (1 thread, CPU seconds, 2-core machine at load ~7): the MNIST CNN's engine
+round (10 devices, 16 steps of B = 64) 3.24 s -> 2.82 s, its full-batch gradient over 10 x 500
+samples 1.90 s -> 1.37 s, minor page faults of the run 1.8 M -> 0.11 M. The numbers are the
+same (only where a tensor lives changes). Its cost: the process keeps its peak heap mapped
+(resident set at its peak instead of falling back after a pass; +6 % peak there). The engine
+calls it for CPU runs; FEDBENCH_KEEP_FREED=0 leaves glibc's defaults (an A/B, or a process that
+must return memory)."""
 
 from __future__ import annotations
 
