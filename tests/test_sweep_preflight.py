@@ -164,6 +164,12 @@ def _finished_run(results: Path, cfg, seconds: float, device: str, stack: int = 
     meta_path.write_text(json.dumps(meta))
 
 
+def _at_threads(device: str, n: int) -> str:
+    """'cpu (Intel(R) Xeon(R) Processor, x86_64, AVX512)' with ', n threads' before its last
+    parenthesis (not after every one: CPU names hold their own)."""
+    return f"{device[:-1]}, {n} threads)"
+
+
 def test_the_expected_time_comes_from_finished_runs_on_this_cpu(tmp_path):
     from fedbench.assembly import build_config
 
@@ -171,10 +177,10 @@ def test_the_expected_time_comes_from_finished_runs_on_this_cpu(tmp_path):
     res = tmp_path / "r"
     runs = [build_config("default", None, {"seed": s}) for s in range(6)]
     # 50 rounds: 10 s and 30 s wall -> 0.2 and 0.6 s a round; median 0.4
-    _finished_run(res, runs[0], 10, here.replace(")", ", 1 threads)"))
-    _finished_run(res, runs[1], 30, here.replace(")", ", 4 threads)"))
+    _finished_run(res, runs[0], 10, _at_threads(here, 1))
+    _finished_run(res, runs[1], 30, _at_threads(here, 4))
     _finished_run(res, runs[2], 999, "cpu (Other CPU, x86_64, AVX2, 1 threads)")  # not here
-    _finished_run(res, runs[3], 60, here.replace(")", ", 1 threads)"), stack=6)  # 0.2 s a round
+    _finished_run(res, runs[3], 60, _at_threads(here, 1), stack=6)  # 0.2 s a round
     todo = runs[4:] + [build_config("default", None, {"seed": 9, "method": "fedprox"})]
     line = estimate.time_line(todo[:2], res, jobs=1, shipped=False)
     median = sorted([0.2, 0.6, 0.2])[1]
