@@ -99,6 +99,11 @@ def loop_round(eng: Engine, r: int, state: State) -> float:
 
 
 def warm_state(eng: Engine, rounds: int = 2) -> State:
+    """The state after `rounds` rounds, with every device's window Gram computed (a run's
+    steady state: training/window_gram.py fills each device's the first time it trains)."""
+    grams = eng.device_grams()
+    if grams is not None:
+        grams.fill_all()
     for r in range(1, rounds + 1):
         eng.run_round(r)
     return eng.w.clone(), eng.buffers.clone()

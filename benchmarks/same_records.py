@@ -5,6 +5,7 @@ rounds.parquet that does not hold seconds (wall time differs between any two run
     python benchmarks/same_records.py --out /tmp/new                 # this build
     PYTHONPATH=/path/to/old/checkout python benchmarks/same_records.py --out /tmp/old
     python benchmarks/same_records.py --compare /tmp/old /tmp/new    # equal or not, per column
+    python benchmarks/same_records.py --out /tmp/new --only 'fmnist-*' 'fedlga-*'   # some runs
 
 A refactor must leave every digest as it was (the issue's "same records, bit for bit"): the
 default run, a FedLGA-FMNIST run under both readings, and one run of each other engine path
@@ -20,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pandas as pd
@@ -60,9 +62,10 @@ def digest(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def train_all(out: Path, fedbench: list[str]) -> dict:
+def train_all(out: Path, fedbench: list[str], labels: list[str]) -> dict:
     digests = {}
-    for label, args in RUNS.items():
+    for label in labels:
+        args = RUNS[label]
         folder = out / label
         cmd = [*fedbench, "train", *args, "--results", str(folder), "--threads", "1", "--quiet"]
         env = dict(os.environ, FEDBENCH_NO_DOWNLOAD="1")
@@ -82,7 +85,7 @@ def compare(old: Path, new: Path) -> int:
     a = json.loads((old / "digests.json").read_text())
     b = json.loads((new / "digests.json").read_text())
     bad = 0
-    for label in RUNS:
+    for label in [k for k in RUNS if k in a or k in b]:
         x, y = a.get(label, {}), b.get(label, {})
         if "error" in x or "error" in y:
             print(f"{label}: not comparable ({x.get('error') or y.get('error')})")
@@ -98,15 +101,36 @@ def compare(old: Path, new: Path) -> int:
             print(f"{label}: same ({len(x)} columns){note}")
         else:
             print(f"{label}: DIFFERENT columns {differ}, missing {missing}{note}")
-    print("all the same" if not bad else f"{bad} of {len(RUNS)} runs differ")
+            print(f"  {label}: {change_size(old / label, new / label, differ)}")
+    print("all the same" if not bad else f"{bad} of {len(set(a) | set(b))} runs differ")
     return 1 if bad else 0
+
+
+def change_size(old: Path, new: Path, columns: list[str]) -> str:
+    """The largest difference of each differing numeric column over the run's rounds (relative
+    to the old value's magnitude; accuracy in test samples' worth where it is one)."""
+    rounds = [pd.read_parquet(next(d.glob("*/rounds.parquet"))) for d in (old, new)]
+    parts = []
+    for col in columns:
+        a, b = (r[col] for r in rounds)
+        if not pd.api.types.is_numeric_dtype(a) or len(a) != len(b):
+            parts.append(f"{col} differs")
+            continue
+        diff = (a - b).abs().max()
+        rel = diff / max(a.abs().max(), 1e-300)
+        parts.append(f"{col} max |diff| {diff:.2g} ({rel:.2g} relative)")
+    return "; ".join(parts)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="folder for the runs and digests.json")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    ap.add_argument("--only", nargs="+", metavar="PATTERN", help="runs whose label matches")
     args = ap.parse_args()
+    labels = [k for k in RUNS if not args.only or any(fnmatch(k, p) for p in args.only)]
+    if not labels:
+        ap.error(f"--only matches none of: {', '.join(RUNS)}")
     if args.compare:
         return compare(*args.compare)
     if args.out is None:
@@ -114,7 +138,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     # -P: the current folder is not put first on sys.path, so PYTHONPATH picks the build even
     # when this runs from inside another checkout (plain -m imported the cwd's fedbench)
-    train_all(args.out, [sys.executable, "-P", "-m", "fedbench.cli"])
+    train_all(args.out, [sys.executable, "-P", "-m", "fedbench.cli"], labels)
     return 0
 
 

@@ -47,6 +47,9 @@ class FederatedData:
     info: dict = field(default_factory=dict)  # partition description and statistics
     pipeline: ImagePipeline | None = None  # per-batch input pipeline (image datasets)
     embeddings: torch.Tensor | None = None  # sent140 with GloVe: frozen word vectors [V+1, d]
+    # what is computed from the data once and shared by every run on it (window_gram's Grams);
+    # not an init field: dataclasses.replace (stack.py's merged data) starts it empty
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def num_clients(self) -> int:

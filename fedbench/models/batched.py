@@ -107,6 +107,9 @@ class BatchedModel:
             w.sub_(const, alpha=lr)
         return losses
 
+    # compiled steps where a model has them (BatchedMLP's window); Engine.fastpath turns them off
+    compiled_steps: bool = True
+
     # steps per call of sgd_steps the engine asks for; models that batch a window of steps
     # into fewer, bigger operations (BatchedMLP's window) set it higher
     step_window: int = 1

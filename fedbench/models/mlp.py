@@ -48,12 +48,17 @@ class BatchedMLP(BatchedModel):
     # sgd_steps' window T for MLPs with a hidden layer (measured: module docstring); 1 = no window
     HIDDEN_WINDOW = 16
     step_window: int = 1
+    # a window step above the first layer's weight as one numba call (models/_mlp_steps.py)
+    # where configure() found it can (a CPU model with one hidden layer); else torch operations
+    _compilable: bool = False
+    # sgd_steps takes the window's Gram from the engine (more["gram"], training/window_gram.py)
+    window_gram: bool = False
 
     def __init__(self, sizes: list[int], init: str = "default"):
         self.sizes = list(sizes)
         self.init_mode = init
         if len(self.sizes) >= 3:  # logreg has no hidden layer: speed's compiled path
-            self.step_window = self.HIDDEN_WINDOW
+            self.step_window, self.window_gram = self.HIDDEN_WINDOW, True
         shapes = []
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             idx = 1 + 2 * i  # nn.Sequential(Flatten, Linear, ReLU, Linear, ...)
@@ -147,6 +152,7 @@ class BatchedMLP(BatchedModel):
         more: ascent = r > 0 takes g at SAM's ascent point (methods.base.LinearStep;
         _ascent_pass); const_x, const's first-layer products X C1^T of the window's samples
         [k, T*B, h], when the caller has them (training.window_const), else computed here;
+        gram, the window's X X^T [k, T*B, T*B] (training.window_gram), else computed here;
         const_due [k], the constant carried over windows (_defer_const), else applied to W1 at
         the window's end. How and why it is exact, and what it gains: the module docstring."""
         T, k = len(active), active[0]
@@ -163,38 +169,120 @@ class BatchedMLP(BatchedModel):
         b = xs.shape[2]
         x_all = xs[:, :k].flatten(3).transpose(0, 1).reshape(k, T * b, -1)  # [k, T*B, n]
         p_all = torch.bmm(x_all, w1.transpose(1, 2))  # X W1_0^T  [k, T*B, h]
-        gram = torch.bmm(x_all, x_all.transpose(1, 2))  # [k, T*B, T*B]
-        d_all = torch.zeros_like(p_all)  # D_t, zero where a row is inactive
+        gram = more.get("gram")  # [k, T*B, T*B], the engine's (training/window_gram.py)
+        if gram is None:
+            gram = torch.bmm(x_all, x_all.transpose(1, 2))
+        d_all = torch.empty_like(p_all)  # D_t, zero where a row is inactive
+        for s, ka in enumerate(active):
+            if ka < k:
+                d_all[ka:, s * b : (s + 1) * b] = 0
         decay = 1.0 - lr * weight_decay
-        c1, sigma = None, self._const_sums(decay, T)
+        c1, q_all, sigma = None, None, self._const_sums(decay, T)
         if const is not None:
             c1 = self._const_blocks(const)[0]
             q_all = const_x if const_x is not None else self.const_products(const, x_all)
             if due is not None:  # W1_0 as stored lacks - lr due C1 (_defer_const)
                 p_all.addcmul_(q_all, due.view(k, 1, 1), value=-lr)
-        for s, ka in enumerate(active):
-            cur = slice(s * b, (s + 1) * b)
-            z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
-            if c1 is not None and s:
-                if rows:
-                    z0.sub_(q_all[:ka, cur] * (lr * sigma[s][:ka]).view(ka, 1, 1))
-                else:
-                    z0.sub_(q_all[:ka, cur], alpha=lr * sigma[s])
-            cs = self._const_blocks(const, ka)
-            wd = weight_decay[:ka] if rows else weight_decay
-
-            update = self._window_visit(params, d_all, ka, cur, lr, wd, cs)
-            step_args = (w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0)
-            if ascent:
-                losses[s, :ka] = self._ascent_pass(*step_args, gram[:ka, cur, cur], ascent)
-            else:
-                losses[s, :ka] = self._forward_backward(*step_args)
+        window = (active, b, b1, p_all, gram, d_all, q_all, sigma, lr, weight_decay)
+        run = None
+        if not ascent:
+            arrays = (p_all, d_all, q_all, self._q_coef(q_all, sigma, lr, k, w))
+            run = self._compiled_upper(w, ys, bws, arrays, losses, lr, weight_decay, const)
+        if run is not None:
+            self._compiled_steps(run, *window)
+        else:
+            self._torch_steps(w, xs, ys, bws, losses, const, ascent, *window)
         self._window_update(w1, d_all, x_all, active, lr, weight_decay)
         if c1 is not None and due is None:  # W1 -= lr sigma_f C1 (f: each row's steps)
             w1.addcmul_(c1, self._row_sums(sigma, active, w1).view(k, 1, 1), value=-lr)
         elif c1 is not None:
             self._defer_const(due, sigma, decay, active, w1)
         return losses
+
+    def _torch_steps(self, w, xs, ys, bws, losses, const, ascent, *window) -> None:
+        """The window's steps through torch operations (sgd_steps)."""
+        active, b, b1, p_all, gram, d_all, q_all, sigma, lr, weight_decay = window
+        params, rows = self.unflatten(w), torch.is_tensor(weight_decay)
+        for s, ka in enumerate(active):
+            cur = slice(s * b, (s + 1) * b)
+            z0 = self._window_preactivation(s, ka, b, b1, p_all, gram, d_all, lr, weight_decay)
+            if q_all is not None and s:
+                if rows:
+                    z0.sub_(q_all[:ka, cur] * (lr * sigma[s][:ka]).view(ka, 1, 1))
+                else:
+                    z0.sub_(q_all[:ka, cur], alpha=lr * sigma[s])
+            cs = self._const_blocks(const, ka)
+            wd = weight_decay[:ka] if rows else weight_decay
+            update = self._window_visit(params, d_all, ka, cur, lr, wd, cs)
+            step_args = (w[:ka], xs[s, :ka], ys[s, :ka], bws[s, :ka], update, z0)
+            if ascent:
+                losses[s, :ka] = self._ascent_pass(*step_args, gram[:ka, cur, cur], ascent)
+            else:
+                losses[s, :ka] = self._forward_backward(*step_args)
+
+    def _compiled_steps(self, run, *window) -> None:
+        """The window's steps with everything above W1 in one numba call a step (run, from
+        _compiled_upper), and one GEMM a step below it: the Gram correction, into p_all's rows
+        of the step in place (run adds b1 and the constant's term). The decay's powers are put
+        into p_all and the Gram once a window (_decay_window), not into a new tensor a step.
+        Summed in another order than the torch path: equal to rounding (tested)."""
+        active, b, b1, p_all, gram, d_all, q_all, sigma, lr, weight_decay = window
+        decay = 1.0 - lr * weight_decay
+        if torch.is_tensor(decay) or decay != 1.0:
+            self._decay_window(p_all, gram, decay, len(active), b)
+        for s, ka in enumerate(active):
+            if s:
+                cur = slice(s * b, (s + 1) * b)
+                p_all[:ka, cur].baddbmm_(gram[:ka, cur, : s * b], d_all[:ka, : s * b], alpha=-lr)
+            run(s, ka)
+
+    @staticmethod
+    def _decay_window(p_all, gram, decay, T: int, b: int) -> None:
+        """p_all's step s *= d^s and the Gram's block (s, t < s) *= d^(s-1-t), per row where
+        the decay is [k] (FedDyn): the torch path's per-step powers (_window_preactivation),
+        in place, once."""
+        k = p_all.shape[0]
+        d = decay.view(k, 1) if torch.is_tensor(decay) else p_all.new_full((k, 1), decay)
+        steps = torch.arange(T, dtype=p_all.dtype, device=p_all.device)
+        p_all.view(k, T, b, -1).mul_((d**steps).view(k, T, 1, 1))
+        lag = (steps.view(T, 1) - 1 - steps.view(1, T)).clamp(min=0)
+        gram.view(k, T, b, T, b).mul_((d.view(k, 1, 1) ** lag).view(k, T, 1, T, 1))
+
+    def configure(self, device: torch.device, threads: int) -> None:
+        """Compiled window steps (compiled_steps) for a CPU model with one hidden layer, where
+        numba loads (its cache folder writable); FEDBENCH_FASTPATH=0 turns them off with the
+        engine's other compiled loops (Engine.fastpath sets compiled_steps)."""
+        self._compilable = device.type == "cpu" and len(self.sizes) == 3 and _numba_loads()
+
+    @property
+    def layout_name(self) -> str:
+        return "batched, compiled steps" if self._compiled() else "batched"
+
+    def _compiled(self) -> bool:
+        return self.compiled_steps and self._compilable
+
+    def _compiled_upper(self, w, ys, bws, arrays, losses, lr, weight_decay, const):
+        """run(s, ka): window step s of rows :ka above W1 as one numba call
+        (models/_mlp_steps.py), or None where the torch operations run (compiled_steps off, a
+        dtype or layout numba would not take as the torch path's arrays)."""
+        if not (self._compiled() and w.device.type == "cpu"):
+            return None
+        if w.dtype not in (torch.float32, torch.float64):
+            return None
+        if not all(t.is_contiguous() for t in (w, *arrays) if t is not None):
+            return None
+        from fedbench.models import _mlp_steps
+
+        args = (w, ys, bws, arrays, losses, lr, weight_decay, const)
+        return _mlp_steps.step_runner(self.sizes, *args)
+
+    @staticmethod
+    def _q_coef(q_all, sigma, lr: float, k: int, like) -> torch.Tensor | None:
+        """lr sigma_s of each step s and row [T+1, k]: the constant's term's coefficient."""
+        if q_all is None:
+            return None
+        rows = [torch.as_tensor(x, dtype=like.dtype).expand(k) for x in sigma]
+        return (lr * torch.stack(rows)).contiguous()
 
     def _row_sums(self, sigma, active, like) -> torch.Tensor:
         """sigma_f of each row [k], f the steps row r ran in this window (sigma_f per row when
@@ -365,6 +453,15 @@ class BatchedMLP(BatchedModel):
                 layers.append(nn.ReLU())
             layers.append(nn.Linear(a, b))
         return nn.Sequential(*layers)
+
+
+def _numba_loads() -> bool:
+    """Whether models/_mlp_steps.py imports (numba present, its cache folder writable)."""
+    try:
+        from fedbench.models import _mlp_steps  # noqa: F401
+    except (ImportError, RuntimeError):
+        return False
+    return True
 
 
 @register_model("logreg")

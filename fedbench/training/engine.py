@@ -32,7 +32,7 @@ from fedbench.devices import apply_tf32, generator, resolve_device, synchronize,
 from fedbench.methods import LocalResult, RoundContext, Setup, build_method
 from fedbench.methods.base import LinearStep, step_paths
 from fedbench.models import build_model
-from fedbench.training import evaluation, fastpath, memory, threads, window_const
+from fedbench.training import evaluation, fastpath, memory, threads, window_const, window_gram
 from fedbench.training import round_plan as planning
 from fedbench.training import stack as stacking
 from fedbench.training.round_plan import RoundPlan
@@ -53,7 +53,7 @@ class Engine:
         self.threads = threads.apply(self.model, cfg)  # torch CPU threads (threads.py)
         self.model.configure(self.device, self.threads)  # conv nets' layout (models/layouts.py)
         self.method = build_method(cfg.method, cfg.method_params)
-        self.fastpath = fastpath.ENABLED  # compiled rounds for small models (fastpath.py)
+        self.fastpath = fastpath.ENABLED  # compiled loops (fastpath.py; the setter below)
         fastpath.warm_up(self)
         self.stack = stacking.current()  # set in a stacked sweep's threads (stack.py)
         self.sizes = self.data.sizes  # CPU [N]
@@ -76,6 +76,22 @@ class Engine:
         self.plans = planning.PlanAhead(lambda r: self.plan_round(r))
 
     # ------------------------------------------------------------------ planning
+    def device_grams(self):
+        """window_gram.DeviceGrams, made at the first windowed round (None where they do not
+        apply)."""
+        if not hasattr(self, "_grams"):
+            self._grams = window_gram.device_grams(self)
+        return self._grams
+
+    @property
+    def fastpath(self) -> bool:
+        """Compiled loops on: fastpath.py's whole rounds and a model's compiled steps."""
+        return self._fastpath
+
+    @fastpath.setter
+    def fastpath(self, on: bool) -> None:
+        self._fastpath = self.model.compiled_steps = bool(on)
+
     def plan_round(self, r: int) -> RoundPlan:
         """Round r's plan (round_plan.py: a pure function of the config, the data and r)."""
         return planning.plan_round(
@@ -157,13 +173,15 @@ class Engine:
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
         active = self._active(plan)
         products = window_const.const_products(self, plan, const)  # X C1^T once a round
+        grams = self.device_grams()  # each device's X X^T once a run (window_gram.py)
         # the constant's first-layer sums, carried from window to window (BatchedMLP's
         # const_due) and subtracted once, not in a pass over the first layer every window
         due = None
         if const is not None and hasattr(self.model, "apply_const_due"):
             due = torch.zeros(plan.k, dtype=w.dtype, device=w.device)
         args = (lr_w, wd, const, step.ascent, products, due)
-        self._sgd_windows(plan, w, step_loss, active, aug, *args)
+        grams = grams.for_round(plan) if grams is not None else None
+        self._sgd_windows(plan, w, step_loss, active, aug, *args, grams)
         if due is not None:
             self.model.apply_const_due(w, const, due, lr_w)
         passes = 2 if step.ascent else 1  # SAM: the ascent point's gradient too
@@ -307,12 +325,14 @@ class Engine:
         ascent: float = 0.0,
         products=None,
         due=None,
+        grams=None,
     ) -> None:
         """SGD steps w <- w - lr (g + wd w + const) in windows of model.step_window consecutive
         steps (one model.sgd_steps call each, which may batch the window's work into bigger
         operations); ascent > 0 takes g at SAM's ascent point (LinearStep.ascent); products
         (window_const.ConstProducts, or None) hold const's first-layer products; due [k] (or
-        None) carries const's first-layer sums across windows (BatchedMLP.sgd_steps)."""
+        None) carries const's first-layer sums across windows (BatchedMLP.sgd_steps); grams
+        (window_gram.RoundGrams, or None) the windows' Grams."""
         more = {"ascent": ascent} if ascent else {}  # models without SAM need not know it
         x_all, y_all, data = self.data.train_x, self.data.train_y, self.data
         s_max, window = len(active), self.model.step_window
@@ -333,6 +353,8 @@ class Engine:
                 more["const_x"] = products.window(s, t_n, ka)
             if due is not None:
                 more["const_due"] = due[:ka]
+            if grams is not None:
+                more["gram"] = grams.window(s, t_n, ka)
             losses = self.model.sgd_steps(w[:ka], xs, ys, bws, act, lr, wdk, ck, **more)
             step_loss[:ka, s : s + t_n] = losses.T
 

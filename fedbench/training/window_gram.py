@@ -1,0 +1,115 @@
+"""Each device's Gram X X^T for the MLP window (BatchedMLP.sgd_steps' gram), computed once a run
+instead of once a window.
+
+The window corrects each step's first-layer pre-activation by the Gram of its T*B samples
+(models/mlp.py), one [T*B, n] x [n, T*B] product a device and window: on FedLGA-FMNIST (T*B =
+160, n = 784) 12.3 GFLOP a round, a sixth of the round's arithmetic. It depends on the data
+only, so each device's Gram over all its samples (n_i x n_i, 13 ms for 1,200 images) is
+computed the first time the device trains and kept; the windows gather their [T*B, T*B] blocks
+from it. Same products (each is one sample's pixels against another's), summed by a GEMM of
+another shape: equal to rounding (1e-7 relative in float32).
+
+Memory: sum_i n_i^2 numbers (FedLGA-FMNIST's 50 devices of ~1,200: 288 MB in float32); where
+that is over BUDGET_BYTES (skewed partitions, big devices) the windows compute theirs as before.
+"""
+
+from __future__ import annotations
+
+import torch
+
+BUDGET_BYTES = 1 << 30  # the Grams of all devices, at most
+
+
+class DeviceGrams:
+    """The devices' Grams in one flat store (device i's n_i x n_i block at offset[i]), each
+    filled the first time its device trains."""
+
+    def __init__(self, data, device: torch.device):
+        self.data = data
+        sizes = torch.tensor([len(m) for m in data.client_indices], dtype=torch.long)
+        self.sizes = sizes
+        self.offset = torch.cumsum(sizes * sizes, 0) - sizes * sizes
+        self.store = torch.empty(
+            int((sizes * sizes).sum()), dtype=data.train_x.dtype, device=device
+        )
+        self.done = torch.zeros(len(sizes), dtype=torch.bool)
+
+    def _fill(self, client: int) -> None:
+        members = self.data.client_indices[client].to(self.store.device)
+        x = self.data.train_x.index_select(0, members).flatten(1)
+        n, at = len(members), int(self.offset[client])
+        torch.mm(x, x.T, out=self.store[at : at + n * n].view(n, n))
+        self.done[client] = True
+
+    def fill_all(self) -> None:
+        """Every device's Gram now (a benchmark's steady state: a run fills each once)."""
+        for c in range(len(self.sizes)):
+            if not self.done[c]:
+                self._fill(c)
+
+    def for_round(self, plan) -> RoundGrams:
+        clients = [int(c) for c in plan.clients.cpu()]
+        for c in clients:
+            if not self.done[c]:
+                self._fill(c)
+        return RoundGrams(self, plan, clients)
+
+
+class RoundGrams:
+    """Where each of the round's batch samples sits in its device's Gram; window() gathers."""
+
+    def __init__(self, grams: DeviceGrams, plan, clients: list[int]):
+        data, dev = grams.data, grams.store.device
+        batch = plan.batch_idx.cpu()  # [k, S, B] sample indices
+        pos = torch.zeros(len(data.train_x), dtype=torch.long)
+        owner = torch.full((len(data.train_x),), -1, dtype=torch.long)
+        local = torch.zeros_like(batch)
+        for i, c in enumerate(clients):
+            m = data.client_indices[c]
+            pos[m], owner[m] = torch.arange(len(m)), c
+            # a slot past a row's last step may hold another device's index: any sample of
+            # this device serves (its D is zero), one inside the block
+            local[i] = torch.where(owner[batch[i]] == c, pos[batch[i]], 0)
+        self.local = local.to(dev)
+        self.n, self.offset = grams.sizes[clients], grams.offset[clients]
+        self.store = grams.store
+        self.gather = _compiled_gather() if dev.type == "cpu" else None
+
+    def window(self, s: int, steps: int, ka: int) -> torch.Tensor:
+        """Rows :ka of the window of `steps` steps from step s: [ka, steps * B, steps * B]."""
+        li = self.local[:ka, s : s + steps].reshape(ka, -1)  # [ka, T*B]
+        out = self.store.new_empty(ka, li.shape[1], li.shape[1])
+        if self.gather is not None:
+            arrays = (self.store, self.offset[:ka], self.n[:ka], li.contiguous(), out)
+            self.gather(*(a.numpy() for a in arrays))
+            return out
+        for r in range(ka):  # whole rows of the Gram, then their columns (a flat gather of
+            n, at = int(self.n[r]), int(self.offset[r])  # single numbers: 2x slower)
+            rows = self.store[at : at + n * n].view(n, n).index_select(0, li[r])
+            torch.index_select(rows, 1, li[r], out=out[r])
+        return out
+
+
+def _compiled_gather():
+    """training/_gram_gather.py's kernel, or None where numba does not load."""
+    try:
+        from fedbench.training._gram_gather import gather_blocks
+    except (ImportError, RuntimeError):
+        return None
+    return gather_blocks
+
+
+def device_grams(engine) -> DeviceGrams | None:
+    """The engine's DeviceGrams where they apply: a model whose window takes a Gram, no input
+    pipeline (a transformed sample differs epoch by epoch), within BUDGET_BYTES. Kept with the
+    data (FederatedData.derived): the runs of a sweep on the same data share them."""
+    data = engine.data
+    if not getattr(engine.model, "window_gram", False) or data.pipeline is not None:
+        return None
+    sizes = torch.tensor([len(m) for m in data.client_indices], dtype=torch.float64)
+    if float((sizes * sizes).sum()) * data.train_x.element_size() > BUDGET_BYTES:
+        return None
+    key = ("window_gram", str(engine.device))
+    if key not in data.derived:
+        data.derived[key] = DeviceGrams(data, engine.device)
+    return data.derived[key]
