@@ -281,8 +281,10 @@ class BatchedMLP(BatchedModel):
         """lr sigma_s of each step s and row [T+1, k]: the constant's term's coefficient."""
         if q_all is None:
             return None
-        rows = [torch.as_tensor(x, dtype=like.dtype).expand(k) for x in sigma]
-        return (lr * torch.stack(rows)).contiguous()
+        if torch.is_tensor(sigma[-1]):  # per row (FedDyn's decay); sigma[0] is 0.0
+            rows = [torch.as_tensor(x, dtype=like.dtype).expand(k) for x in sigma]
+            return (lr * torch.stack(rows)).contiguous()
+        return (lr * torch.tensor(sigma, dtype=like.dtype)).view(-1, 1).expand(-1, k).contiguous()
 
     def _row_sums(self, sigma, active, like) -> torch.Tensor:
         """sigma_f of each row [k], f the steps row r ran in this window (sigma_f per row when
