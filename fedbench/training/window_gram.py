@@ -26,8 +26,7 @@ class DeviceGrams:
 
     def __init__(self, data, device: torch.device):
         self.data = data
-        sizes = torch.tensor([len(m) for m in data.client_indices], dtype=torch.long)
-        self.sizes = sizes
+        self.sizes = sizes = data.sizes  # [N] int64
         self.offset = torch.cumsum(sizes * sizes, 0) - sizes * sizes
         self.store = torch.empty(
             int((sizes * sizes).sum()), dtype=data.train_x.dtype, device=device
@@ -41,17 +40,19 @@ class DeviceGrams:
         torch.mm(x, x.T, out=self.store[at : at + n * n].view(n, n))
         self.done[client] = True
 
-    def fill_all(self) -> None:
-        """Every device's Gram now (a benchmark's steady state: a run fills each once)."""
-        for c in range(len(self.sizes)):
-            if not self.done[c]:
-                self._fill(c)
-
-    def for_round(self, plan) -> RoundGrams:
-        clients = [int(c) for c in plan.clients.cpu()]
+    def fill(self, clients) -> None:
+        """These devices' Grams, where not yet computed (all of them: a benchmark's steady
+        state; a run fills each the first time it trains)."""
         for c in clients:
             if not self.done[c]:
                 self._fill(c)
+
+    def fill_all(self) -> None:
+        self.fill(range(len(self.sizes)))
+
+    def for_round(self, plan) -> RoundGrams:
+        clients = [int(c) for c in plan.clients.cpu()]
+        self.fill(clients)
         return RoundGrams(self, plan, clients)
 
 
@@ -106,7 +107,7 @@ def device_grams(engine) -> DeviceGrams | None:
     data = engine.data
     if not getattr(engine.model, "window_gram", False) or data.pipeline is not None:
         return None
-    sizes = torch.tensor([len(m) for m in data.client_indices], dtype=torch.float64)
+    sizes = data.sizes.to(torch.float64)
     if float((sizes * sizes).sum()) * data.train_x.element_size() > BUDGET_BYTES:
         return None
     key = ("window_gram", str(engine.device))
