@@ -198,18 +198,38 @@ def _nan_weights(folder, tmp_path):  # a well-formed file whose model is not fin
     _rewritten(folder, lambda s: s["w"].__setitem__(0, float("nan")), keep_hash=False)
 
 
+def _nan_method_state(folder, tmp_path):  # FedSoftMax's running minimum with a NaN in it
+    _rewritten(folder, lambda s: s["method"]["min_seen"].__setitem__(0, float("nan")), False)
+
+
+def _minus_inf_method_state(folder, tmp_path):  # an inf the state never starts from
+    _rewritten(folder, lambda s: s["method"]["min_seen"].__setitem__(0, -float("inf")), False)
+
+
 def _format_1(folder, tmp_path):  # an older fedbench's checkpoint: the state itself, unhashed
     torch.save({**read_state(folder / FILE), "format": 1}, folder / FILE)
 
 
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # the hostile file's own pickle
 @pytest.mark.parametrize(
-    "damage", [_garbage, _foreign, _link, _hostile, _rows_edited, _nan_weights, _format_1]
+    "damage",
+    [
+        _garbage,
+        _foreign,
+        _link,
+        _hostile,
+        _rows_edited,
+        _nan_weights,
+        _format_1,
+        _nan_method_state,
+        _minus_inf_method_state,
+    ],
 )
 def test_a_checkpoint_that_cannot_be_resumed_starts_the_run_afresh(
     tmp_path, one_thread, damage, caplog
 ):
-    cfg = tiny(rounds="6")
+    method_state = damage in (_nan_method_state, _minus_inf_method_state)
+    cfg = tiny(rounds="6", method="fedsoftmax") if method_state else tiny(rounds="6")
     folder = _interrupted(tmp_path, cfg)
     damage(folder, tmp_path)
     with caplog.at_level(logging.WARNING, logger="fedbench"):
@@ -299,3 +319,17 @@ def test_a_checkpoint_that_cannot_be_written_is_a_warning(tmp_path, one_thread, 
     assert meta["status"] == "complete"
     assert "no checkpoint of round 1" in caplog.text and "Traceback" not in caplog.text
     assert not list(tmp_path.rglob(".checkpoint.pt*"))
+
+
+@pytest.mark.parametrize("fstar", ["zero", "min_seen"])
+def test_a_state_that_starts_at_inf_resumes(tmp_path, one_thread, fstar):
+    """FedSoftMax's running minimum of each device's loss is +inf until the device is seen (3
+    of 6 a round here): a checkpoint holding it resumes, bit for bit (it was refused as "not
+    finite", so every interrupted FedSoftMax run started again from round 0)."""
+    cfg = tiny(rounds="6", method="fedsoftmax", fstar=fstar)
+    folder = _interrupted(tmp_path, cfg)
+    unseen = read_state(folder / FILE)["method"]["min_seen"]
+    assert bool(unseen.isinf().any())
+    meta, _ = train(cfg, tmp_path / "r", checkpoint=NEVER)
+    assert meta["status"] == "complete" and meta["resumed"]
+    assert_same_rounds(folder, clean_run(tmp_path, cfg))

@@ -325,6 +325,11 @@ class Method:
         the method may ask of the engine (EngineServices): fill state that starts from the model
         (State declarations start from `fill`)."""
 
+    @property
+    def declared_state(self) -> tuple[State, ...]:
+        """The method's State declarations and its server optimizer's (after setup)."""
+        return self._declared
+
     def state_dict(self) -> dict[str, Any]:
         """The declared state, copied (later rounds do not change what was saved)."""
         out = {}

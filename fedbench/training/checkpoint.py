@@ -283,9 +283,17 @@ def _restore(state: dict, cfg: RunConfig, eng) -> Progress:
     method_state = state.get("method")
     if not isinstance(method_state, dict):
         raise ValueError("no method state")
-    for name, t in (("model", w), ("buffers", buffers), *method_state.items()):
-        if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(t.isfinite().all()):
+    for name, t in (("model", w), ("buffers", buffers)):
+        if not bool(t.isfinite().all()):
             raise ValueError(f"its {name} holds a NaN or inf")
+    fills = {s.name: s.fill for s in eng.method.declared_state}
+    for name, t in method_state.items():
+        if (
+            isinstance(t, torch.Tensor)
+            and t.is_floating_point()
+            and not _plausible(t, fills.get(name))
+        ):
+            raise ValueError(f"its {name} holds a NaN, or an inf its method does not start from")
     eng.method.load_state_dict(method_state)  # checks names and shapes (FedbenchError)
     eng.w, eng.buffers = w.to(eng.device), buffers.to(eng.device)
     if state.get("device_name") != device_name(eng.device):
@@ -298,6 +306,16 @@ def _restore(state: dict, cfg: RunConfig, eng) -> Progress:
             progress.round,
         )
     return progress
+
+
+def _plausible(t: torch.Tensor, fill) -> bool:
+    """No NaN; an inf only where the state starts from that inf (+inf = "not seen yet", as
+    FedSoftMax's running minimum of each device's loss)."""
+
+    bad = ~t.isfinite()
+    if fill is not None and math.isinf(fill):
+        bad &= t != fill
+    return not bool(bad.any())
 
 
 def _progress(state: dict) -> Progress:
