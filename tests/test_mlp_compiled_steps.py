@@ -139,3 +139,21 @@ def test_no_device_grams_over_the_budget(monkeypatch):
     eng, _ = _engines()
     monkeypatch.setattr(window_gram, "BUDGET_BYTES", 100)
     assert window_gram.device_grams(eng) is None
+
+
+def test_positions_of_a_rounds_samples_in_their_devices():
+    """FederatedData.positions, by hand: device 0 holds samples [4, 1], device 1 [0, 2, 3]; a
+    slot holding another device's sample (masked) gets place 0, inside its row's block."""
+    from fedbench.data import FederatedData
+
+    x = torch.zeros(5, 2)
+    data = FederatedData(
+        x,
+        torch.zeros(5, dtype=torch.long),
+        x,
+        torch.zeros(5, dtype=torch.long),
+        [torch.tensor([4, 1]), torch.tensor([0, 2, 3])],
+        2,
+    )
+    batch = torch.tensor([[[2, 3], [0, 4]], [[1, 4], [1, 3]]])  # rows: device 1, device 0
+    assert data.positions([1, 0], batch).tolist() == [[[1, 2], [0, 0]], [[1, 0], [1, 0]]]

@@ -87,6 +87,21 @@ class FederatedData:
             return max(64, 10000 * 32 * 32 // self.pipeline.resize**2)
         return 10000
 
+    def positions(self, clients: list[int], batch_idx: torch.Tensor) -> torch.Tensor:
+        """Each of a round's batch samples' place among its device's samples: batch_idx [k, ...]
+        holds row i's sample indices (device clients[i]'s), the result the same shape (CPU).
+        A slot holding another device's sample (past a row's last step, masked) gets place 0,
+        so that it stays inside the device's own block."""
+        batch = batch_idx.cpu()
+        place = torch.zeros(len(self.train_x), dtype=torch.long)
+        owner = torch.full((len(self.train_x),), -1, dtype=torch.long)
+        out = torch.zeros_like(batch)
+        for i, c in enumerate(clients):
+            m = self.client_indices[c]
+            place[m], owner[m] = torch.arange(len(m)), c
+            out[i] = torch.where(owner[batch[i]] == c, place[batch[i]], 0)
+        return out
+
     def padded_indices(self) -> torch.Tensor:
         """[N, n_max] indices, rows padded with their first index (padding is always masked)."""
         n_max = int(self.sizes.max())

@@ -23,15 +23,13 @@ class ConstProducts:
 
     def __init__(self, model, data, plan, const: torch.Tensor):
         k = const.shape[0]
-        members = [data.client_indices[int(c)] for c in plan.clients[:k]]
+        clients = [int(c) for c in plan.clients[:k]]
+        members = [data.client_indices[c] for c in clients]
         n_max = max(len(m) for m in members)
         idx = torch.zeros(k, n_max, dtype=torch.long)
-        local = torch.zeros(k, *plan.batch_idx.shape[1:], dtype=torch.long)
-        at = torch.zeros(len(data.train_x), dtype=torch.long)  # a sample's place in its row
         for i, m in enumerate(members):
             idx[i, : len(m)] = m
-            at[m] = torch.arange(len(m))
-            local[i] = at[plan.batch_idx[i].cpu()]
+        local = data.positions(clients, plan.batch_idx[:k])
         dev = const.device
         self.products = model.const_products(const, take_rows(data.train_x, idx.to(dev)))
         # where each batch sample's row sits in products flattened to [k * n_max, h]

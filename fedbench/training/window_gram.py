@@ -60,17 +60,8 @@ class RoundGrams:
     """Where each of the round's batch samples sits in its device's Gram; window() gathers."""
 
     def __init__(self, grams: DeviceGrams, plan, clients: list[int]):
-        data, dev = grams.data, grams.store.device
-        batch = plan.batch_idx.cpu()  # [k, S, B] sample indices
-        pos = torch.zeros(len(data.train_x), dtype=torch.long)
-        owner = torch.full((len(data.train_x),), -1, dtype=torch.long)
-        local = torch.zeros_like(batch)
-        for i, c in enumerate(clients):
-            m = data.client_indices[c]
-            pos[m], owner[m] = torch.arange(len(m)), c
-            # a slot past a row's last step may hold another device's index: any sample of
-            # this device serves (its D is zero), one inside the block
-            local[i] = torch.where(owner[batch[i]] == c, pos[batch[i]], 0)
+        dev = grams.store.device
+        local = grams.data.positions(clients, plan.batch_idx)  # [k, S, B]
         self.local = local.to(dev)
         self.n, self.offset = grams.sizes[clients], grams.offset[clients]
         self.store = grams.store
