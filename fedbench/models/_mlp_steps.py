@@ -72,24 +72,37 @@ def upper_step(z, q, q_coef, w, o_w2, o_b2, o_b1, d_all, row0, y, bw, lr, decay,
     for r in range(ka):
         w2 = w[r, o_w2:o_b2].reshape((nc, h))
         zr = z[r, row0 : row0 + nb]
+        b1 = w[r, o_b1 : o_b1 + h]
         for b in range(nb):
             for j in range(h):
-                zr[b, j] += w[r, o_b1 + j]
-            if q.shape[0]:
-                c = q_coef[r]
-                for j in range(h):
-                    zr[b, j] -= c * q[r, row0 + b, j]
+                zr[b, j] += b1[j]
+        if q.shape[0]:
+            _minus(zr, q[r, row0 : row0 + nb], q_coef[r])
+        for b in range(nb):
             for j in range(h):
                 act[b, j] = zr[b, j] if zr[b, j] > zero else zero
         losses[r] = _output_layer(w2, w[r, o_b2 : o_b2 + nc], act, y[r], bw[r], dz2)
         dz1 = d_all[r, row0 : row0 + nb]
         _first_layer_grad(w2, zr, dz1, dz2)
         _update(w2, w[r, o_b2 : o_b2 + nc], w[r, o_b1 : o_b1 + h], act, dz2, dz1, lr, decay[r])
-        if const.shape[0]:
-            for i in range(o_w2, o_b2 + nc):
-                w[r, i] -= lr * const[r, i]
-            for j in range(o_b1, o_b1 + h):
-                w[r, j] -= lr * const[r, j]
+        if const.shape[0]:  # 2-D blocks, as the updates': offsets into w do not vectorize
+            _minus(w2, const[r, o_w2:o_b2].reshape((nc, h)), lr)
+            _minus(
+                w[r, o_b2 : o_b2 + nc].reshape((1, nc)),
+                const[r, o_b2 : o_b2 + nc].reshape((1, nc)),
+                lr,
+            )
+            _minus(
+                w[r, o_b1 : o_b1 + h].reshape((1, h)), const[r, o_b1 : o_b1 + h].reshape((1, h)), lr
+            )
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _minus(a, c, lr):
+    """a -= lr c, elementwise over 2-D blocks (a constant's term of a layer's update)."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] -= lr * c[i, j]
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
