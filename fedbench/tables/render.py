@@ -371,13 +371,15 @@ def rich_paper_table(result: TableResult):
 def table_file_name(result: TableResult) -> str:
     """NAME[_DATASET][_substitute], plus each added method (`_plus_fedavg_l1_lam0.1`): a table
     with rows added never writes over the paper table's file; a substitute dataset variant says
-    so in its file's name."""
+    so in its file's name. DATASET only where the table has several (`fedbench table quadratic`
+    and `reproduce sfl`, which names the dataset, write the same file)."""
     ds = result.selection.dataset
     sub = "_substitute" if result.spec.substitute(ds) else ""
     added = "".join(
         "_plus_" + re.sub(r"[^\w.-]+", "_", a.replace("=", "")) for a in result.selection.additions
     )
-    return result.spec.name + (f"_{ds}" if ds else "") + sub + added
+    named = ds and len(result.spec.datasets) > 1  # a one-dataset table's file is NAME either way
+    return result.spec.name + (f"_{ds}" if named else "") + sub + added
 
 
 def substitute_line(result: TableResult) -> str | None:
