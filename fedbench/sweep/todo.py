@@ -3,6 +3,7 @@ runs are skipped, runs claimed by a live process elsewhere are left to it, the r
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +11,11 @@ from fedbench.config import RunConfig
 from fedbench.errors import FedbenchError
 from fedbench.identity import config_hash, run_id
 
+log = logging.getLogger(__name__)
+READING = (
+    "matching the runs to the data they were made on: each data setting is read once "
+    "(remembered after; ~1 min the first time on a machine)"
+)
 # ---------------------------------------------------------------- planning
 
 
@@ -50,10 +56,11 @@ def plan_sweep(
     index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict, shipped=shipped)
     index.skip_option = "--damaged rerun"  # sweep's name for on_error="skip" (it reruns them)
     plan = Plan(problems=list(index.problems))
+    said: list[bool] = []
     for cfg in configs:
         key = config_hash(cfg)
         n_problems = len(index.problems)
-        if _done(index, cfg, key) is not None:
+        if _done(index, cfg, key, said) is not None:
             plan.done.append(run_id(cfg))
             continue
         if len(index.problems) > n_problems:  # finished, but its rounds.parquet is unreadable
@@ -69,8 +76,10 @@ def plan_sweep(
     return plan
 
 
-def _done(index, cfg: RunConfig, key: str):
-    """The finished record of cfg on the data it would load now, or None."""
+def _done(index, cfg: RunConfig, key: str, said: list[bool]):
+    """The finished record of cfg on the data it would load now, or None. A fingerprint not
+    remembered loads the data (seconds each, minutes for a table the first time): said once
+    a plan (`said`), as the command is otherwise silent meanwhile."""
     if index.finished(key) is None:
         return None
     if not any(index.fingerprints(key) - {None}):  # records from before fingerprints
@@ -78,7 +87,12 @@ def _done(index, cfg: RunConfig, key: str):
     from fedbench.data import data_fingerprint
 
     try:
-        fp = data_fingerprint(cfg)
+        fp = data_fingerprint(cfg, compute=False)
+        if fp is None:
+            if not said:
+                log.info(READING)
+                said.append(True)
+            fp = data_fingerprint(cfg)
     except FedbenchError:  # the data is not on this machine: the record is all there is
         return index.finished(key)
     return index.finished(key, fingerprint=fp)
