@@ -30,7 +30,13 @@ def quiet_machine(monkeypatch):
     monkeypatch.setattr("fedbench.sweep.rates.load_factor", lambda: (1.0, ""))
 
 
-def test_a_quick_reproduction_runs_renders_and_keeps_apart(tmp_path, one_thread, private_cache):
+def test_a_quick_reproduction_runs_renders_and_keeps_apart(
+    tmp_path, one_thread, private_cache, monkeypatch
+):
+    # beside the real shipped store: its paper-scale tables stay out of the quick report
+    monkeypatch.setenv(
+        "FEDBENCH_STORE", str(Path(__file__).resolve().parents[1] / "results/shipped")
+    )
     res = tmp_path / "r"
     r = invoke("reproduce", *SMALL, "--scale", "quick", "--results", res)
     assert r.exit_code == 0, r.output
@@ -43,6 +49,8 @@ def test_a_quick_reproduction_runs_renders_and_keeps_apart(tmp_path, one_thread,
     assert not _runs(res), "quick runs never sit beside paper-scale ones"
     for name in ("dissimilarity_synthetic-iid.md", "adaptive-mu_synthetic-iid.md", "REPORT.md"):
         assert (quick / "tables" / name).is_file(), name
+    report = (quick / "tables" / "REPORT.md").read_text()
+    assert "| full |" not in report, "the quick report is of its runs, not the shipped store's"
     again = invoke("reproduce", *SMALL, "--scale", "quick", "--results", res, "--dry-run")
     assert again.exit_code == 0, again.output
     assert "in all: 0 runs to do" in again.output

@@ -171,7 +171,7 @@ def _write_tables(rp, o: dict) -> None:
             one = len(u.spec.datasets) == 1  # the store's group is named as the table's file
             group = u.spec.name if one else f"{u.spec.name}_{u.dataset}"
             _publish_one(root, group, what, str(rp.results), "skip")
-    _table_report(str(rp.results), out, "skip")
+    _table_report(str(rp.results), out, "skip", shipped=not quick)  # quick: its own runs only
 
 
 def _figure_options(sel, out: str) -> dict:

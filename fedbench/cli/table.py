@@ -204,12 +204,13 @@ def _write_paper_table(result, cmd: str, fmt: str, out, calibrated: bool, fit_li
         click.echo(claims_summary(result))
 
 
-def _table_report(results, out, on_error):
-    """OUT/REPORT.md: every paper table with runs in RESULTS, its verdicts, scale, commands."""
+def _table_report(results, out, on_error, shipped: bool = True):
+    """OUT/REPORT.md: every paper table with runs in RESULTS (and the shipped store unless
+    shipped=False), its verdicts, scale, commands."""
     from fedbench.tables import claims_summary
     from fedbench.tables.report import write_report
 
-    path, entries, file_entries, absent = write_report(results, out, on_error)
+    path, entries, file_entries, absent = write_report(results, out, on_error, shipped=shipped)
     for e in entries:
         ds = e.result.selection.dataset or "all datasets"
         click.echo(f"{e.name} ({ds}): {claims_summary(e.result)}")

@@ -139,13 +139,19 @@ def _join(values) -> str:
 
 
 def collect(
-    results: Path | str, tables_dir: Path | str, on_error: str = "fail", absent: list | None = None
+    results: Path | str,
+    tables_dir: Path | str,
+    on_error: str = "fail",
+    absent: list | None = None,
+    shipped: bool = True,
 ) -> list[Entry]:
-    """The tables with runs here; `absent` gets a line per table whose data is not here."""
+    """The tables with runs here (and in the shipped store unless shipped=False: a quick
+    reproduction's report is of its own runs only); `absent` gets a line per table whose data
+    is not here."""
     from fedbench.data.locate import downloads_off
     from fedbench.results import RunIndex
 
-    index = RunIndex(results, on_error=on_error, must_exist=False, shipped=True)  # once for all
+    index = RunIndex(results, on_error=on_error, must_exist=False, shipped=shipped)  # once
     with downloads_off():  # a report reads what is here, never downloads
         return _collect(results, tables_dir, on_error, index, [] if absent is None else absent)
 
@@ -302,10 +308,14 @@ def _section(e: Entry) -> list[str]:
 
 
 def write_report(
-    results: Path | str, tables_dir: Path | str, on_error: str = "fail", date: str | None = None
+    results: Path | str,
+    tables_dir: Path | str,
+    on_error: str = "fail",
+    date: str | None = None,
+    shipped: bool = True,
 ) -> tuple[Path, list[Entry], list[FileEntry], list[str]]:
     absent: list[str] = []
-    entries = collect(results, tables_dir, on_error, absent)
+    entries = collect(results, tables_dir, on_error, absent, shipped)
     file_entries = from_files(entries, tables_dir, str(results))
     if not entries and not file_entries:
         raise FedbenchError(
