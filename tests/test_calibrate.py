@@ -144,7 +144,7 @@ def test_calibrate_command_and_calibrated_table(tmp_path, monkeypatch):
     r = invoke("table", "quadcal", "--calibrated", "--results", res, "--format", "md",
                "--out", out)  # fmt: skip
     assert r.exit_code == 0, r.output
-    text = (tmp_path / "t" / "quadcal_quadratic_calibrated.md").read_text()
+    text = (tmp_path / "t" / "quadcal_calibrated.md").read_text()  # one dataset: no _DATASET
     assert "calibrated: lr = " in text and "--calibrated" in text
     r = invoke("table", "report", "--results", res, "--out", out)  # the report finds the file
     assert r.exit_code == 0, r.output
