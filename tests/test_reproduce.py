@@ -238,13 +238,20 @@ def test_a_complete_table_is_written_and_published(tmp_path, monkeypatch, privat
 
 
 def test_the_cut_scale_is_the_committed_table_files(tmp_path):
-    """--scale cut: a table's selection is its committed file's command (tables/r90_mnist.md:
-    seed 0, K 10, 25 rounds); a table with no committed file runs at the paper's scale."""
+    """--scale cut: a table's selection is its committed file's command (here a file made at
+    seed 0, K 10, 25 rounds, as tables/r90_mnist.md was before its paper-scale runs); a table
+    with no committed file runs at the paper's scale."""
     from fedbench.tables import get_table
 
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    cmd = "fedbench table r90 --dataset mnist --seeds 0 --set K=10 --set rounds=25 --format md"
+    (folder / "r90_mnist.md").write_text(f"<!-- made by: {cmd} -->\n")
+    sel = plan_mod.committed_selection("r90", "mnist", str(tmp_path), folder)
+    assert sel.seeds == (0,) and sel.sets == {"K": "10", "rounds": "25"}
+    assert plan_mod.committed_selection("r90", "fmnist", str(tmp_path), folder) is None
     sel, note = plan_mod.unit_selection(get_table("r90"), "mnist", "cut", tmp_path)
-    assert note is None and sel.seeds == (0,)
-    assert sel.sets == {"K": "10", "rounds": "25"}
+    assert note is None  # the source tree's tables/r90_mnist.md
     sel, note = plan_mod.unit_selection(get_table("r90"), "fmnist", "cut", tmp_path)
     assert sel.seeds is None and note == "no committed table file: at the paper's scale"
 

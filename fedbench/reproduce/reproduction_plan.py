@@ -165,12 +165,13 @@ def _flops(configs) -> float:
     return math.inf if None in each else sum(f * c.rounds for f, c in zip(each, configs))
 
 
-def committed_selection(name: str, dataset: str, results: str):
-    """The selection of the committed table file (tables/ of this source tree) of a table on a
-    dataset: the cut scale its runs were made at; None when there is none."""
+def committed_selection(name: str, dataset: str, results: str, folder: Path | None = None):
+    """The selection of the committed table file (in `folder`, default tables/ of this source
+    tree) of a table on a dataset: the cut scale its runs were made at; None when there is
+    none."""
     from fedbench.tables.report import _made_by, parse_table_command
 
-    folder = Path(__file__).resolve().parents[2] / "tables"
+    folder = Path(__file__).resolve().parents[2] / "tables" if folder is None else folder
     for path in sorted(folder.glob(f"{name}*.md")) if folder.is_dir() else []:
         cmd = _made_by(path)
         parsed = parse_table_command(cmd, results) if cmd else None
