@@ -410,15 +410,20 @@ class BatchedMLP(BatchedModel):
             ts = torch.arange(T, dtype=w1.dtype, device=w1.device)
             coef = torch.where(ts < f, decay ** (f - 1 - ts), 0.0)  # [k, T]
             d_all.view(k, T, -1, d_all.shape[2]).mul_(coef.view(k, T, 1, 1))
-            if torch.is_tensor(decay) or len(set(steps)) > 1:
+            per_row = torch.is_tensor(decay) or len(set(steps)) > 1
+            if per_row and w1.device.type == "cpu":
                 # a decay per row: each row's GEMM takes it as its beta (a pass of its own over
-                # W1, [k, h, n], cost a tenth of FedDyn's round)
+                # W1, [k, h, n], cost a tenth of FedDyn's round; on a GPU the betas would be
+                # read from the device every window, so the pass stays there)
                 betas = (decay**f).view(k).tolist()
                 d_t = d_all.transpose(1, 2)
                 for r in range(k):
                     w1[r].addmm_(d_t[r], x_all[r], beta=betas[r], alpha=-lr)
                 return
-            beta = decay ** steps[0]  # one decay for all rows: the GEMM's beta
+            if per_row:
+                w1.mul_((decay**f).view(k, 1, 1))
+            else:
+                beta = decay ** steps[0]  # one decay for all rows: the GEMM's beta
         w1.baddbmm_(d_all.transpose(1, 2), x_all, beta=beta, alpha=-lr)
 
     @staticmethod
