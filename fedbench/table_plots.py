@@ -22,7 +22,8 @@ from fedbench.plots import (
     seed_curves,
 )
 
-X_LABELS = {"round": "round", "cum_seconds": "seconds (cumulative, this machine)"}
+# a table's runs may come from several devices (its header lists them): each run's own clock
+X_LABELS = {"round": "round", "cum_seconds": "seconds (cumulative, each run's own device)"}
 SPREAD_WORDS = {"minmax": "min-max over seeds", "ci95": "Student-t 95% interval over seeds"}
 
 
@@ -138,7 +139,7 @@ def _curves(panels, ps):
             ax.set_ylabel(CURVE_LABELS.get(column, column))
             if i == 0:
                 ax.set_title(_panel_title(key), fontsize=9)
-            if ps.logy and drawn:
+            if drawn and (ps.logy or _spans_decades(ax, column)):
                 ax.set_yscale("log")
             if ps.x != "round" and drawn:  # seconds from 1 to hundreds: all runs in view
                 ax.set_xscale("log")
@@ -155,6 +156,13 @@ def _curves(panels, ps):
         for i in range(1, len(ps.curves)):
             axes[i][-1].axis("off")
     return fig
+
+
+def _spans_decades(ax, column: str) -> bool:
+    """A loss whose curves span over two decades (a diverged run beside converging ones): a
+    linear axis would flatten every other curve to its floor."""
+    low, high = ax.dataLim.intervaly
+    return column.endswith("loss") and low > 0 and high / low > 100
 
 
 def _curve_axes(n_curves: int, n_panels: int, with_paper: bool, legend_rows: int):
