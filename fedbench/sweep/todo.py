@@ -29,6 +29,7 @@ class Plan:
     unavailable: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # old-version records used, copies
     left: list[str] = field(default_factory=list)  # claimed elsewhere, then left unfinished
+    said_reading: bool = False  # READING logged (once a plan)
 
     @property
     def total(self) -> int:
@@ -56,11 +57,10 @@ def plan_sweep(
     index = RunIndex(results, on_error=on_error, must_exist=False, strict=strict, shipped=shipped)
     index.skip_option = "--damaged rerun"  # sweep's name for on_error="skip" (it reruns them)
     plan = Plan(problems=list(index.problems))
-    said: list[bool] = []
     for cfg in configs:
         key = config_hash(cfg)
         n_problems = len(index.problems)
-        if _done(index, cfg, key, said) is not None:
+        if _done(index, cfg, key, plan) is not None:
             plan.done.append(run_id(cfg))
             continue
         if len(index.problems) > n_problems:  # finished, but its rounds.parquet is unreadable
@@ -76,10 +76,10 @@ def plan_sweep(
     return plan
 
 
-def _done(index, cfg: RunConfig, key: str, said: list[bool]):
+def _done(index, cfg: RunConfig, key: str, plan: Plan):
     """The finished record of cfg on the data it would load now, or None. A fingerprint not
     remembered loads the data (seconds each, minutes for a table the first time): said once
-    a plan (`said`), as the command is otherwise silent meanwhile."""
+    a plan (plan.said_reading), as the command is otherwise silent meanwhile."""
     if index.finished(key) is None:
         return None
     if not any(index.fingerprints(key) - {None}):  # records from before fingerprints
@@ -89,9 +89,9 @@ def _done(index, cfg: RunConfig, key: str, said: list[bool]):
     try:
         fp = data_fingerprint(cfg, compute=False)
         if fp is None:
-            if not said:
+            if not plan.said_reading:
                 log.info(READING)
-                said.append(True)
+                plan.said_reading = True
             fp = data_fingerprint(cfg)
     except FedbenchError:  # the data is not on this machine: the record is all there is
         return index.finished(key)
