@@ -197,15 +197,17 @@ def _ratio_line(label: str, num: list[float], den: list[float]) -> None:
 
 
 def report_bound(t: dict[str, list[float]]) -> None:
-    """The engine, the loop and the FLOP bound, alternated: medians and per-round ratios."""
+    """The engine, the loop (unless --no-loop) and the FLOP bound, alternated: medians and
+    per-round ratios."""
     med = {n: statistics.median(ts) for n, ts in t.items()}
-    print(
-        f"{'s/round (medians): engine, loop, FLOP bound':<44} {med['engine']:8.3f} s  "
-        f"{med['loop']:8.3f} s  {med['bound']:8.3f} s"
-    )
-    _ratio_line("speed, engine vs loop (loop s / engine s)", t["loop"], t["engine"])
+    names = ", ".join(n.replace("bound", "FLOP bound") for n in t)
+    secs = "  ".join(f"{m:8.3f} s" for m in med.values())
+    print(f"{'s/round (medians): ' + names:<44} {secs}")
+    if "loop" in t:
+        _ratio_line("speed, engine vs loop (loop s / engine s)", t["loop"], t["engine"])
     _ratio_line("engine / FLOP bound (s / s)", t["engine"], t["bound"])
-    _ratio_line("loop / FLOP bound (s / s)", t["loop"], t["bound"])
+    if "loop" in t:
+        _ratio_line("loop / FLOP bound (s / s)", t["loop"], t["bound"])
 
 
 def round_bound(eng: Engine, rounds: int):
@@ -422,15 +424,14 @@ def main() -> None:
     print(f"# {load()}; timed in {clock}")
     state = warm_state(eng)
     print(f"{'comparison':<44} {'engine':>10}  {'other':>10}")
-    if not args.no_loop:
-        engine = lambda r: engine_round(eng, 100 + r, state)  # noqa: E731
-        loop = lambda r: loop_round(eng, 100 + r, state)  # noqa: E731
-        bound = None if args.no_bound else round_bound(eng, args.rounds)
-        if bound is None:
-            compare("fedavg: batched engine vs per-client loop", engine, loop, args.rounds)
-        else:
-            fns = {"engine": engine, "loop": loop, "bound": bound}
-            report_bound(alternate(fns, args.rounds))
+    engine = lambda r: engine_round(eng, 100 + r, state)  # noqa: E731
+    loop = lambda r: loop_round(eng, 100 + r, state)  # noqa: E731
+    bound = None if args.no_bound else round_bound(eng, args.rounds)
+    if bound is not None:  # --no-loop: the engine against its bound alone
+        fns = {"engine": engine} if args.no_loop else {"engine": engine, "loop": loop}
+        report_bound(alternate({**fns, "bound": bound}, args.rounds))
+    elif not args.no_loop:
+        compare("fedavg: batched engine vs per-client loop", engine, loop, args.rounds)
     if args.fast_vs_torch:
         slow = Engine(cfg, eng.data)
         slow.fastpath = False

@@ -92,9 +92,10 @@ def test_one_compiled_step_by_hand():
 
 def test_the_engine_turns_them_on_for_cpu_and_off_with_its_fastpath():
     eng = Engine(tiny_config(hidden=7, **PARTIAL_WORK), data=tiny_data(sizes=(7, 12, 5, 9)))
-    assert eng.model.layout_name == "batched, compiled steps"
+    assert eng.model.layout_name == f"batched, compiled steps, window {eng.model.step_window}"
     eng.fastpath = False
-    assert eng.model.layout_name == "batched" and not eng.model.compiled_steps
+    assert eng.model.layout_name == f"batched, window {eng.model.step_window}"
+    assert not eng.model.compiled_steps
     logreg = Engine(tiny_config(model="logreg"), data=tiny_data(sizes=(7, 12)))
     assert logreg.model.layout_name == "batched"  # no hidden layer: fastpath.py's loop
 
@@ -116,11 +117,18 @@ def test_device_grams_give_the_windows_gram_and_the_same_rounds():
         assert rec_g["local_loss"] == pytest.approx(rec_n["local_loss"], abs=1e-12)
     grams = with_grams.device_grams()
     plan = with_grams.plan_round(4)
-    rg = grams.for_round(plan)
+    clients = [int(c) for c in plan.clients]
+    rg = grams.for_round(clients, with_grams.data.positions(clients, plan.batch_idx))
     t, ka = 3, plan.k
     x = with_grams.data.train_x.index_select(0, plan.batch_idx[:ka, :t].reshape(-1))
     x = x.view(ka, -1, x[0].numel())
-    torch.testing.assert_close(rg.window(0, t, ka), torch.bmm(x, x.transpose(1, 2)))
+    full = torch.bmm(x, x.transpose(1, 2))  # the blocks of steps t <= s; 0 above
+    b = plan.batch_idx.shape[2]
+    step = torch.arange(t * b) // b
+    lower = (step.view(1, -1) <= step.view(-1, 1)).expand_as(full)
+    got = rg.window(0, t, ka)
+    torch.testing.assert_close(got[lower], full[lower])
+    assert not got[~lower].any()
     compiled, rg.gather = rg.window(1, t, ka), None  # torch's gather (a GPU's)
     assert torch.equal(rg.window(1, t, ka), compiled)
 
@@ -157,3 +165,18 @@ def test_positions_of_a_rounds_samples_in_their_devices():
     )
     batch = torch.tensor([[[2, 3], [0, 4]], [[1, 4], [1, 3]]])  # rows: device 1, device 0
     assert data.positions([1, 0], batch).tolist() == [[[1, 2], [0, 0]], [[1, 0], [1, 0]]]
+
+
+def test_the_window_is_chosen_by_the_cpu_kind(monkeypatch):
+    """T = 10 on an AVX2 CPU, 16 on an AVX-512 one or a GPU (a function of the device: the same
+    device sums in the same order), said in run.json's layout."""
+    model = Engine(tiny_config(hidden=7), data=tiny_data(sizes=(7, 12))).model
+    for kind, window in (("AVX2", 10), ("AVX512", 16), ("DEFAULT", 16)):
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda k=kind: k)
+        model.configure(torch.device("cpu"), 1)
+        assert model.step_window == window
+        assert model.layout_name.endswith(f", window {window}")
+        assert model.window_for(torch.device("cuda")) == 16
+    logreg = Engine(tiny_config(model="logreg"), data=tiny_data(sizes=(7, 12))).model
+    logreg.configure(torch.device("cpu"), 1)
+    assert logreg.step_window == 1  # no hidden layer: no window

@@ -102,11 +102,12 @@ class FederatedData:
             out[i] = torch.where(owner[batch[i]] == c, place[batch[i]], 0)
         return out
 
-    def padded_indices(self) -> torch.Tensor:
-        """[N, n_max] indices, rows padded with their first index (padding is always masked)."""
-        n_max = int(self.sizes.max())
-        out = torch.empty(self.num_clients, n_max, dtype=torch.long)
-        for i, idx in enumerate(self.client_indices):
+    def padded_indices(self, clients: list[int]) -> torch.Tensor:
+        """[len(clients), n_max] these devices' sample indices, each row padded to the longest
+        with its first index (a padded place is never read: positions stay below n_i)."""
+        members = [self.client_indices[c] for c in clients]
+        out = torch.empty(len(members), max(len(m) for m in members), dtype=torch.long)
+        for i, idx in enumerate(members):
             out[i, : len(idx)] = idx
             out[i, len(idx) :] = idx[0]
         return out

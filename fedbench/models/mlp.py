@@ -26,6 +26,8 @@ median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
 T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
 240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
 (in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole.
+Since the compiled steps (FedLGA-FMNIST, 1 thread, 12 rounds alternated, Intel Xeon, load
+~1.2), T=8, 10, 12 against 16: AVX2 0.95x, 0.96x, 0.97x; AVX-512 1.02x, 1.01x, 0.99x.
 A const costs one more GEMM (X C1^T) a window: FedLGA-FMNIST engine rounds at 1 thread
 (benchmarks/engine_speed.py --no-loop --rounds 3 --methods fedprox,scaffold, load ~3)
 went from 8.3-9.4 s (FedProx, mu 1) and 7.4-8.3 s (SCAFFOLD) per-step to 2.6-2.8 s and
@@ -47,6 +49,8 @@ from fedbench.models.registry import register_model
 class BatchedMLP(BatchedModel):
     # sgd_steps' window T for MLPs with a hidden layer (measured: module docstring); 1 = no window
     HIDDEN_WINDOW = 16
+    # ... on an AVX2 CPU: X W1^T of 100 rows ran at 95 GFLOP/s, of 160 at 86 (AVX-512: not)
+    AVX2_WINDOW = 10
     step_window: int = 1
     # a window step above the first layer's weight as one numba call (models/_mlp_steps.py)
     # where configure() found it can (a CPU model with one hidden layer); else torch operations
@@ -253,10 +257,20 @@ class BatchedMLP(BatchedModel):
         numba loads (its cache folder writable); FEDBENCH_FASTPATH=0 turns them off with the
         engine's other compiled loops (Engine.fastpath sets compiled_steps)."""
         self._compilable = device.type == "cpu" and len(self.sizes) == 3 and _numba_loads()
+        if self.step_window > 1:
+            self.step_window = self.window_for(device)
+
+    def window_for(self, device: torch.device) -> int:
+        """The window T on this device: AVX2_WINDOW on an AVX2 CPU (torch's kernel level, which
+        ATEN_CPU_CAPABILITY=avx2 also sets), else HIDDEN_WINDOW. A function of the device, so
+        the same device gives the same numbers (another T sums in another order)."""
+        avx2 = device.type == "cpu" and torch.backends.cpu.get_cpu_capability() == "AVX2"
+        return self.AVX2_WINDOW if avx2 else self.HIDDEN_WINDOW
 
     @property
     def layout_name(self) -> str:
-        return "batched, compiled steps" if self._compiled() else "batched"
+        how = "batched, compiled steps" if self._compiled() else "batched"
+        return f"{how}, window {self.step_window}" if self.step_window > 1 else how
 
     def _compiled(self) -> bool:
         return self.compiled_steps and self._compilable

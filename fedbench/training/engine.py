@@ -172,15 +172,13 @@ class Engine:
         aug = self._augment(ctx, plan)
         lr_w, wd, const = self._window_terms(ctx, local, plan.k, step)
         active = self._active(plan)
-        products = window_const.const_products(self, plan, const)  # X C1^T once a round
-        grams = self.device_grams()  # each device's X X^T once a run (window_gram.py)
+        products, grams = self._window_products(plan, const)
         # the constant's first-layer sums, carried from window to window (BatchedMLP's
         # const_due) and subtracted once, not in a pass over the first layer every window
         due = None
         if const is not None and hasattr(self.model, "apply_const_due"):
             due = torch.zeros(plan.k, dtype=w.dtype, device=w.device)
         args = (lr_w, wd, const, step.ascent, products, due)
-        grams = grams.for_round(plan) if grams is not None else None
         self._sgd_windows(plan, w, step_loss, active, aug, *args, grams)
         if due is not None:
             self.model.apply_const_due(w, const, due, lr_w)
@@ -188,6 +186,19 @@ class Engine:
         return self._local_result(
             plan, w, local, step_loss, plan.steps.to(self.device) * passes, buf
         )
+
+    def _window_products(self, plan, const):
+        """(X C1^T of the constant, once a round: window_const; the windows' Grams, from each
+        device's X X^T once a run: window_gram), each None where it does not apply. Both read
+        where the round's samples sit in their devices: found once."""
+        products, grams = None, self.device_grams()
+        if grams is None and not window_const.pays(self, const):
+            return None, None
+        clients = [int(c) for c in plan.clients.cpu()]
+        places = self.data.positions(clients, plan.batch_idx)
+        if window_const.pays(self, const):
+            products = window_const.ConstProducts(self.model, self.data, clients, places, const)
+        return products, grams.for_round(clients, places) if grams is not None else None
 
     @torch.no_grad()
     def _round_fused(self, ctx, plan, w, local, buf, step) -> LocalResult:

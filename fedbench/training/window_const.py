@@ -21,19 +21,15 @@ class ConstProducts:
     """X C1^T of every sample of each row's device, [k, n_max, h], and where each of the
     plan's batch samples sits in it."""
 
-    def __init__(self, model, data, plan, const: torch.Tensor):
+    def __init__(self, model, data, clients: list[int], places, const: torch.Tensor):
+        """places [k, S, B]: each batch sample's place in its device (FederatedData.positions)."""
         k = const.shape[0]
-        clients = [int(c) for c in plan.clients[:k]]
-        members = [data.client_indices[c] for c in clients]
-        n_max = max(len(m) for m in members)
-        idx = torch.zeros(k, n_max, dtype=torch.long)
-        for i, m in enumerate(members):
-            idx[i, : len(m)] = m
-        local = data.positions(clients, plan.batch_idx[:k])
+        idx = data.padded_indices(clients)  # [k, n_max]
+        n_max = idx.shape[1]
         dev = const.device
         self.products = model.const_products(const, take_rows(data.train_x, idx.to(dev)))
         # where each batch sample's row sits in products flattened to [k * n_max, h]
-        self.flat = (local + n_max * torch.arange(k).view(k, 1, 1)).to(dev)
+        self.flat = (places + n_max * torch.arange(k).view(k, 1, 1)).to(dev)
 
     def window(self, s: int, steps: int, ka: int) -> torch.Tensor:
         """Rows :ka of the window of `steps` steps from step s: [ka, steps * B, h], samples in
@@ -43,12 +39,10 @@ class ConstProducts:
         return rows.view(ka, -1, h)
 
 
-def const_products(engine, plan, const) -> ConstProducts | None:
-    """The round's ConstProducts where they pay: an MLP window with a constant, no input
-    pipeline (a transformed sample differs epoch by epoch) and more than one local epoch."""
+def pays(engine, const) -> bool:
+    """Whether a round's ConstProducts pay: an MLP window with a constant, no input pipeline (a
+    transformed sample differs epoch by epoch) and more than one local epoch."""
     cfg, data = engine.cfg, engine.data
     if const is None or data.pipeline is not None or not hasattr(engine.model, "const_products"):
-        return None
-    if cfg.local_steps is not None or cfg.local_epochs < 2:
-        return None
-    return ConstProducts(engine.model, data, plan, const)
+        return False
+    return cfg.local_steps is None and cfg.local_epochs >= 2

@@ -50,36 +50,39 @@ class DeviceGrams:
     def fill_all(self) -> None:
         self.fill(range(len(self.sizes)))
 
-    def for_round(self, plan) -> RoundGrams:
-        clients = [int(c) for c in plan.clients.cpu()]
+    def for_round(self, clients: list[int], places) -> RoundGrams:
+        """The round's windows' Grams; places [k, S, B]: each batch sample's place in its
+        device (FederatedData.positions)."""
         self.fill(clients)
-        return RoundGrams(self, plan, clients)
+        return RoundGrams(self, clients, places)
 
 
 class RoundGrams:
     """Where each of the round's batch samples sits in its device's Gram; window() gathers."""
 
-    def __init__(self, grams: DeviceGrams, plan, clients: list[int]):
+    def __init__(self, grams: DeviceGrams, clients: list[int], places):
         dev = grams.store.device
-        local = grams.data.positions(clients, plan.batch_idx)  # [k, S, B]
-        self.local = local.to(dev)
+        self.local = places.to(dev)
         self.n, self.offset = grams.sizes[clients], grams.offset[clients]
         self.store = grams.store
         self.gather = _compiled_gather() if dev.type == "cpu" else None
 
     def window(self, s: int, steps: int, ka: int) -> torch.Tensor:
-        """Rows :ka of the window of `steps` steps from step s: [ka, steps * B, steps * B]."""
+        """Rows :ka of the window of `steps` steps from step s: [ka, steps * B, steps * B], its
+        blocks (step, step') with step' <= step; 0 above (the window reads no more)."""
         li = self.local[:ka, s : s + steps].reshape(ka, -1)  # [ka, T*B]
-        out = self.store.new_empty(ka, li.shape[1], li.shape[1])
+        b, m = self.local.shape[2], li.shape[1]
+        out = self.store.new_empty(ka, m, m)
         if self.gather is not None:
-            arrays = (self.store, self.offset[:ka], self.n[:ka], li.contiguous(), out)
-            self.gather(*(a.numpy() for a in arrays))
+            arrays = (self.store, self.offset[:ka], self.n[:ka], li.contiguous())
+            self.gather(*(a.numpy() for a in arrays), b, out.numpy())
             return out
         for r in range(ka):  # whole rows of the Gram, then their columns (a flat gather of
             n, at = int(self.n[r]), int(self.offset[r])  # single numbers: 2x slower)
             rows = self.store[at : at + n * n].view(n, n).index_select(0, li[r])
             torch.index_select(rows, 1, li[r], out=out[r])
-        return out
+        step = torch.arange(m, device=out.device) // b
+        return out.masked_fill_(step.view(1, m) > step.view(m, 1), 0.0)
 
 
 def _compiled_gather():
