@@ -85,6 +85,10 @@ class BatchedCNN(_ImageNet):
     family = "cnn"
     MODULE = _CNN
     IMAGE_SHAPE = (1, 28, 28)
+    # a full-batch pass over 10 devices of 500 images: 1.48-1.52 s of CPU in chunks of 512 (its
+    # activations 430 MB), 1.26-1.28 s of 128, 1.16 s of 32 (benchmarks/engine_speed.py's
+    # random data, 1 thread); no BatchNorm, so the chunk changes only the sums' order
+    grad_chunk = 32
 
     def run(self, p, x, b, train, mask=None):
         k = x.shape[0]

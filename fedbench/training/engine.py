@@ -484,7 +484,7 @@ class Engine:
         b = self.buffers if buffers is None else buffers
         return evaluation.evaluate(self.model, self.data, w, b, x, y, chunk)
 
-    def full_batch_grads(self, w, clients, chunk: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    def full_batch_grads(self, w, clients, chunk=None) -> tuple[torch.Tensor, torch.Tensor]:
         return evaluation.full_batch_grads(self.model, self.data, w, clients, chunk)
 
     def eval_record(self) -> dict:

@@ -106,14 +106,15 @@ def local_accuracy(
 
 
 def full_batch_grads(
-    model: BatchedModel, data: FederatedData, w: torch.Tensor, clients, chunk: int = 512
+    model: BatchedModel, data: FederatedData, w: torch.Tensor, clients, chunk: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each device's full local loss and gradient at w ([D], or [k, D] one row per device):
-    (loss [k], grad [k, D]), batched over the devices, chunked over their samples.
+    (loss [k], grad [k, D]), batched over the devices, chunked over their samples (chunk
+    samples a device; default the model's grad_chunk).
     Used by MimeLite's server statistics, FedProx's dissimilarity metric and FedSoftMax's
     loss=start. BatchNorm models run in train mode on batch statistics (of each chunk, padding
     left out) without touching any buffers: a gradient is a train-mode quantity."""
-    k = len(clients)
+    k, chunk = len(clients), chunk or model.grad_chunk
     w = w.expand(k, -1) if w.dim() == 1 else w
     device, dtype = w.device, w.dtype
     members = [data.client_indices[int(c)] for c in clients]
