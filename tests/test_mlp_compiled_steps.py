@@ -17,8 +17,10 @@ from fedbench.training.engine import Engine
 CPU = torch.device("cpu")
 
 
-def _window(dtype, compiled, wd=0.0, const=False, rows=False, stagger=False):
-    """One window of T=6 steps of a 12-5-3 MLP over k=4 rows (a padded sample in step 2)."""
+def _window(dtype, compiled, wd=0.0, const=False, rows=False, stagger=False, due=False):
+    """One window of T=6 steps of a 12-5-3 MLP over k=4 rows (a padded sample in step 2); due:
+    a constant carried from earlier windows (const_due; the compiled steps take it in their
+    coefficient, the torch steps from the pre-activations)."""
     model = BatchedMLP([12, 5, 3])
     model.configure(CPU, 1)
     model.compiled_steps = compiled
@@ -33,7 +35,8 @@ def _window(dtype, compiled, wd=0.0, const=False, rows=False, stagger=False):
     active = [4, 4, 3, 3, 2, 1] if stagger else [k] * T
     c = 0.1 * torch.randn(k, model.dim, generator=gen, dtype=dtype) if const else None
     decay = 0.2 * torch.rand(k, generator=gen, dtype=dtype) if rows else wd
-    losses = model.sgd_steps(w, xs, ys, bws, active, 0.3, decay, c)
+    more = {"const_due": 0.5 + torch.rand(k, generator=gen, dtype=dtype)} if due else {}
+    losses = model.sgd_steps(w, xs, ys, bws, active, 0.3, decay, c, **more)
     return w, losses
 
 
@@ -44,6 +47,8 @@ VARIANTS = {
     "per-row decay": {"rows": True},
     "rows finishing": {"stagger": True},
     "all": {"const": True, "rows": True, "stagger": True},
+    "carried constant": {"const": True, "wd": 0.05, "due": True},
+    "carried, per row": {"const": True, "rows": True, "stagger": True, "due": True},
 }
 
 

@@ -24,14 +24,9 @@ the gain saturates and then falls as T grows. step_window is the T measured best
 benchmarks/mlp_window.py (1 thread, paired, 96 steps, 2-core machine at load 4-8),
 median per-step/window ratio over three runs T=4 1.96-2.08x, T=8 2.34-2.61x,
 T=16 2.47-2.82x, T=32 1.93-2.32x; with rows finishing inside windows (--stagger,
-240 steps) T=8 2.56x, T=16 2.66x. Computing only the Gram blocks the corrections read
-(in chunks of >= 4 steps) was slower at T=8 and 16 (smaller GEMMs), so it is whole.
-Since the compiled steps (FedLGA-FMNIST, 1 thread, 12 rounds alternated, Intel Xeon, load
-~1.2), T=8, 10, 12 against 16: AVX2 0.95x, 0.96x, 0.97x; AVX-512 1.02x, 1.01x, 0.99x.
-A const costs one more GEMM (X C1^T) a window: FedLGA-FMNIST engine rounds at 1 thread
-(benchmarks/engine_speed.py --no-loop --rounds 3 --methods fedprox,scaffold, load ~3)
-went from 8.3-9.4 s (FedProx, mu 1) and 7.4-8.3 s (SCAFFOLD) per-step to 2.6-2.8 s and
-2.4-2.5 s windowed, 1.3-1.45x FedAvg's round.
+240 steps) T=8 2.56x, T=16 2.66x. Since the compiled steps (FedLGA-FMNIST, 1 thread, 12
+rounds alternated, Intel Xeon, load ~1.2), T=8, 10, 12 against 16: AVX2 0.95x, 0.96x, 0.97x;
+AVX-512 1.02x, 1.01x, 0.99x. What each method's terms cost: docs/engine.md.
 """
 
 from __future__ import annotations
@@ -185,13 +180,13 @@ class BatchedMLP(BatchedModel):
         if const is not None:
             c1 = self._const_blocks(const)[0]
             q_all = const_x if const_x is not None else self.const_products(const, x_all)
-            if due is not None:  # W1_0 as stored lacks - lr due C1 (_defer_const)
-                p_all.addcmul_(q_all, due.view(k, 1, 1), value=-lr)
         window = (active, b, b1, p_all, gram, d_all, q_all, sigma, lr, weight_decay)
         run = None
         if not ascent:
-            arrays = (p_all, d_all, q_all, self._q_coef(q_all, sigma, lr, k, w))
+            arrays = (p_all, d_all, q_all, self._q_coef(q_all, sigma, lr, k, w, decay, due))
             run = self._compiled_upper(w, ys, bws, arrays, losses, lr, weight_decay, const)
+        if run is None and due is not None:  # W1_0 as stored lacks - lr due C1 (_defer_const)
+            p_all.addcmul_(q_all, due.view(k, 1, 1), value=-lr)
         if run is not None:
             self._compiled_steps(run, *window)
         else:
@@ -253,17 +248,15 @@ class BatchedMLP(BatchedModel):
         gram.view(k, T, b, T, b).mul_((d.view(k, 1, 1) ** lag).view(k, T, 1, T, 1))
 
     def configure(self, device: torch.device, threads: int) -> None:
-        """Compiled window steps (compiled_steps) for a CPU model with one hidden layer, where
-        numba loads (its cache folder writable); FEDBENCH_FASTPATH=0 turns them off with the
-        engine's other compiled loops (Engine.fastpath sets compiled_steps)."""
+        """Compiled window steps for a CPU model with one hidden layer where numba loads
+        (Engine.fastpath, FEDBENCH_FASTPATH=0, turns them off); the window's length T."""
         self._compilable = device.type == "cpu" and len(self.sizes) == 3 and _numba_loads()
         if self.step_window > 1:
             self.step_window = self.window_for(device)
 
     def window_for(self, device: torch.device) -> int:
-        """The window T on this device: AVX2_WINDOW on an AVX2 CPU (torch's kernel level, which
-        ATEN_CPU_CAPABILITY=avx2 also sets), else HIDDEN_WINDOW. A function of the device, so
-        the same device gives the same numbers (another T sums in another order)."""
+        """AVX2_WINDOW on an AVX2 CPU (torch's kernel level; ATEN_CPU_CAPABILITY=avx2 sets it),
+        else HIDDEN_WINDOW: a function of the device, so one device sums in one order."""
         avx2 = device.type == "cpu" and torch.backends.cpu.get_cpu_capability() == "AVX2"
         return self.AVX2_WINDOW if avx2 else self.HIDDEN_WINDOW
 
@@ -291,14 +284,21 @@ class BatchedMLP(BatchedModel):
         return _mlp_steps.step_runner(self.sizes, *args)
 
     @staticmethod
-    def _q_coef(q_all, sigma, lr: float, k: int, like) -> torch.Tensor | None:
-        """lr sigma_s of each step s and row [T+1, k]: the constant's term's coefficient."""
+    def _q_coef(q_all, sigma, lr: float, k: int, like, decay, due) -> torch.Tensor | None:
+        """lr (sigma_s + d^s due_r) of each step s and row r [T+1, k]: the constant's term's
+        coefficient, with what earlier windows carried (due [k] or None: _defer_const), which
+        the torch steps read from p_all instead (a pass over it a window)."""
         if q_all is None:
             return None
         if torch.is_tensor(sigma[-1]):  # per row (FedDyn's decay); sigma[0] is 0.0
-            rows = [torch.as_tensor(x, dtype=like.dtype).expand(k) for x in sigma]
-            return (lr * torch.stack(rows)).contiguous()
-        return (lr * torch.tensor(sigma, dtype=like.dtype)).view(-1, 1).expand(-1, k).contiguous()
+            coef = torch.stack([torch.as_tensor(x, dtype=like.dtype).expand(k) for x in sigma])
+        else:
+            coef = torch.tensor(sigma, dtype=like.dtype).view(-1, 1).expand(-1, k)
+        if due is not None:
+            d = decay.view(1, k) if torch.is_tensor(decay) else like.new_tensor(decay)
+            steps = torch.arange(len(sigma), dtype=like.dtype).view(-1, 1)
+            coef = coef + d.to(like.dtype) ** steps * due.view(1, k).to(like.dtype)
+        return (lr * coef).contiguous()
 
     def _row_sums(self, sigma, active, like) -> torch.Tensor:
         """sigma_f of each row [k], f the steps row r ran in this window (sigma_f per row when
