@@ -220,30 +220,30 @@ class BatchedMLP(BatchedModel):
                 losses[s, :ka] = self._forward_backward(*step_args)
 
     def _compiled_steps(self, run, *window) -> None:
-        """The window's steps with everything above W1 in one numba call a step (run, from
-        _compiled_upper), and one GEMM a step below it: the Gram correction, into p_all's rows
-        of the step in place (run adds b1 and the constant's term). The decay's powers are put
-        into p_all and the Gram once a window (_decay_window), not into a new tensor a step.
-        Summed in another order than the torch path: equal to rounding (tested)."""
+        """The window's steps: above W1 one numba call a step (run: _compiled_upper), below it
+        one GEMM, the Gram correction into p_all's rows of the step, its beta a shared decay's
+        power d^s (the Gram's powers, and p_all's for a decay per row: _decay_window, once)."""
         active, b, b1, p_all, gram, d_all, q_all, sigma, lr, weight_decay = window
         decay = 1.0 - lr * weight_decay
-        if torch.is_tensor(decay) or decay != 1.0:
-            self._decay_window(p_all, gram, decay, len(active), b)
+        rows = torch.is_tensor(decay)
+        if rows or decay != 1.0:
+            self._decay_window(p_all if rows else None, gram, decay, len(active), b)
         for s, ka in enumerate(active):
             if s:
-                cur = slice(s * b, (s + 1) * b)
-                p_all[:ka, cur].baddbmm_(gram[:ka, cur, : s * b], d_all[:ka, : s * b], alpha=-lr)
+                cur, beta = slice(s * b, (s + 1) * b), 1.0 if rows else decay**s
+                g, d = gram[:ka, cur, : s * b], d_all[:ka, : s * b]
+                p_all[:ka, cur].baddbmm_(g, d, beta=beta, alpha=-lr)
             run(s, ka)
 
     @staticmethod
     def _decay_window(p_all, gram, decay, T: int, b: int) -> None:
-        """p_all's step s *= d^s and the Gram's block (s, t < s) *= d^(s-1-t), per row where
-        the decay is [k] (FedDyn): the torch path's per-step powers (_window_preactivation),
-        in place, once."""
-        k = p_all.shape[0]
-        d = decay.view(k, 1) if torch.is_tensor(decay) else p_all.new_full((k, 1), decay)
-        steps = torch.arange(T, dtype=p_all.dtype, device=p_all.device)
-        p_all.view(k, T, b, -1).mul_((d**steps).view(k, T, 1, 1))
+        """The Gram's block (s, t < s) *= d^(s-1-t) and p_all's step s (unless None) *= d^s,
+        per row where the decay is [k] (FedDyn): _window_preactivation's powers, once."""
+        k = gram.shape[0]
+        d = decay.view(k, 1) if torch.is_tensor(decay) else gram.new_full((k, 1), decay)
+        steps = torch.arange(T, dtype=gram.dtype, device=gram.device)
+        if p_all is not None:
+            p_all.view(k, T, b, -1).mul_((d**steps).view(k, T, 1, 1))
         lag = (steps.view(T, 1) - 1 - steps.view(1, T)).clamp(min=0)
         gram.view(k, T, b, T, b).mul_((d.view(k, 1, 1) ** lag).view(k, T, 1, T, 1))
 
