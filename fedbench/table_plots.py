@@ -382,6 +382,11 @@ def _bars(panels, ps):
         finite = [y for y in ys if y] + [p for p in paper if p is not None]
         if finite and ps.use_metric.endswith("acc"):  # accuracies: zoom to where they differ
             ax.set_ylim(max(0.0, min(finite) - 5), min(100.0, max(finite) + 3))
+        for x, c in zip(xs, members):  # a cell without a number says why, not a gap
+            if not (isinstance(c.mean, float) and math.isfinite(c.mean)):
+                why = "diverged" if c.diverged else "no run" if not c.n else "no number"
+                ax.text(x, 0.02, why, transform=ax.get_xaxis_transform(), rotation=90,
+                        ha="center", va="bottom", fontsize=7, color="0.35")  # fmt: skip
         ax.set_title(_panel_title(key), fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     return fig

@@ -34,3 +34,24 @@ def test_a_loss_within_two_decades_stays_linear():
 def test_seconds_are_each_runs_own_not_this_machines():
     # a table's runs may come from several devices (its header lists them)
     assert "this machine" not in X_LABELS["cum_seconds"]
+
+
+def test_a_bar_without_a_number_says_why():
+    """best-acc's FedLGA (Eq. 6) diverged: its bar was a silent gap."""
+    from types import SimpleNamespace
+
+    from fedbench.table_plots import _bars
+    from fedbench.tables.result import CellResult
+
+    def cell(row, **kw):
+        return CellResult(cell=SimpleNamespace(row=row), **kw)
+
+    members = [
+        cell("FedAvg", mean=70.4, low=70.0, high=70.8, n=3),
+        cell("Eq. 6", mean=None, diverged=1, n=1),
+        cell("FedSAM", mean=None),
+    ]
+    fig = _bars({"fmnist": members}, SimpleNamespace(use_metric="best_acc"))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["diverged", "no run"]
+    plt.close(fig)
