@@ -361,9 +361,10 @@ def _bars(panels, ps):
     fig, axes = _grid(1, len(panels))
     for j, (key, members) in enumerate(panels.items()):
         ax = axes[0][j]
-        names, ys, lo, hi, paper = [], [], [], [], []
+        names, ys, lo, hi, paper, missing = [], [], [], [], [], []
         for c in members:
             ok = isinstance(c.mean, float) and math.isfinite(c.mean)
+            missing.append(not ok)
             names.append(c.cell.row)
             ys.append(c.mean if ok else 0.0)
             lo.append(c.mean - c.low if ok and c.low is not None else 0.0)
@@ -382,8 +383,8 @@ def _bars(panels, ps):
         finite = [y for y in ys if y] + [p for p in paper if p is not None]
         if finite and ps.use_metric.endswith("acc"):  # accuracies: zoom to where they differ
             ax.set_ylim(max(0.0, min(finite) - 5), min(100.0, max(finite) + 3))
-        for x, c in zip(xs, members):  # a cell without a number says why, not a gap
-            if not (isinstance(c.mean, float) and math.isfinite(c.mean)):
+        for x, c, gap in zip(xs, members, missing):  # a cell without a number says why
+            if gap:
                 why = "diverged" if c.diverged else "no run" if not c.n else "no number"
                 ax.text(x, 0.02, why, transform=ax.get_xaxis_transform(), rotation=90,
                         ha="center", va="bottom", fontsize=7, color="0.35")  # fmt: skip

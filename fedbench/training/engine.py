@@ -191,12 +191,12 @@ class Engine:
         """(X C1^T of the constant, once a round: window_const; the windows' Grams, from each
         device's X X^T once a run: window_gram), each None where it does not apply. Both read
         where the round's samples sit in their devices: found once."""
-        products, grams = None, self.device_grams()
-        if grams is None and not window_const.pays(self, const):
+        products, grams, pays = None, self.device_grams(), window_const.pays(self, const)
+        if grams is None and not pays:
             return None, None
         clients = [int(c) for c in plan.clients.cpu()]
         places = self.data.positions(clients, plan.batch_idx)
-        if window_const.pays(self, const):
+        if pays:
             products = window_const.ConstProducts(self.model, self.data, clients, places, const)
         return products, grams.for_round(clients, places) if grams is not None else None
 
