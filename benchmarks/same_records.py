@@ -84,9 +84,12 @@ def train_all(out: Path, fedbench: list[str], labels: list[str]) -> dict:
 def compare(old: Path, new: Path) -> int:
     a = json.loads((old / "digests.json").read_text())
     b = json.loads((new / "digests.json").read_text())
-    bad = 0
-    for label in [k for k in RUNS if k in a or k in b]:
-        x, y = a.get(label, {}), b.get(label, {})
+    bad, both = 0, [k for k in RUNS if k in a and k in b]
+    one_side = [k for k in RUNS if (k in a) != (k in b)]  # an --only subset on one side
+    if one_side:
+        print(f"not compared (run on one side only): {', '.join(one_side)}")
+    for label in both:
+        x, y = a[label], b[label]
         if "error" in x or "error" in y:
             print(f"{label}: not comparable ({x.get('error') or y.get('error')})")
             bad += 1
@@ -102,7 +105,7 @@ def compare(old: Path, new: Path) -> int:
         else:
             print(f"{label}: DIFFERENT columns {differ}, missing {missing}{note}")
             print(f"  {label}: {change_size(old / label, new / label, differ)}")
-    print("all the same" if not bad else f"{bad} of {len(set(a) | set(b))} runs differ")
+    print("all the same" if not bad else f"{bad} of {len(both)} runs differ")
     return 1 if bad else 0
 
 
